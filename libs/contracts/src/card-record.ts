@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { CardSchema } from './card.js';
+import { BlockedReasonSchema, CardStateSchema, FailedReasonSchema } from './card-state.js';
+import { HistoryEntrySchema } from './history.js';
+import { ObservedExitCodeSchema } from './sandbox.js';
+
+/** The card as the API returns it: the card itself plus everything known about its run. */
+export const CardRecordSchema = CardSchema.extend({
+  state: CardStateSchema,
+  blockedReason: BlockedReasonSchema.optional(),
+  blockedMessage: z.string().optional(),
+  failedReason: FailedReasonSchema.optional(),
+  attempts: z.number().int().nonnegative(),
+  infraRetries: z.number().int().nonnegative(),
+  sandboxId: z.string().optional(),
+  observedExitCode: ObservedExitCodeSchema.optional(),
+  result: z.json().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  history: z.array(HistoryEntrySchema),
+});
+export type CardRecord = z.infer<typeof CardRecordSchema>;

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+
+/** BullMQ forbids ':' in custom job ids, and a card id is its job id. */
+export const CARD_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+/** Lane names become BullMQ queue names, which forbid ':'. */
+export const LANE_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+export const CardIdSchema = z
+  .string()
+  .regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-]');
+
+export const LaneNameSchema = z
+  .string()
+  .regex(LANE_NAME_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
+
+export const PullRequestSchema = z.strictObject({
+  number: z.number().int().positive(),
+  branch: z.string().min(1).max(255),
+  base: z.string().min(1).max(255).optional(),
+});
+
+/** A PR card as a board sends it. Only `lane` and `title` are required. */
+export const CardInputSchema = z.strictObject({
+  id: CardIdSchema.optional(),
+  lane: LaneNameSchema,
+  title: z.string().min(1).max(500),
+  repo: z.string().min(1).max(2048).optional(),
+  pr: PullRequestSchema.optional(),
+  prompt: z.string().max(1_000_000).optional(),
+  priority: z.number().int().min(0).max(2_097_152).default(0),
+  callbackUrl: z.url().optional(),
+  metadata: z.record(z.string(), z.json()).optional(),
+});
+export type CardInput = z.input<typeof CardInputSchema>;
+
+/** A card once accepted: the id is always present. */
+export const CardSchema = CardInputSchema.extend({ id: CardIdSchema });
+export type Card = z.infer<typeof CardSchema>;

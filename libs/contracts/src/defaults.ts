@@ -1,0 +1,33 @@
+/** Every timing default lives here once; units are in the names. */
+
+/** DESIGN.md example: an agent gets half an hour per command. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 1_800_000;
+/** Setup commands (clone, install) get their own, shorter, deadline. */
+export const DEFAULT_SETUP_TIMEOUT_MS = 600_000;
+/** A sandbox that has not answered its first canary by then missed its connect deadline. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/** A live sandbox echoes a nonce in milliseconds; five seconds means it is wedged. */
+export const DEFAULT_CANARY_TIMEOUT_MS = 5_000;
+/** SIGINT → SIGTERM → SIGKILL, each step after this grace. */
+export const DEFAULT_KILL_GRACE_MS = 500;
+/** Each file-sync batch must finish within this. */
+export const DEFAULT_SYNC_BATCH_TIMEOUT_MS = 60_000;
+/** Breaker: this many create/connect failures inside the window opens it. */
+export const DEFAULT_BREAKER_FAILURE_THRESHOLD = 5;
+export const DEFAULT_BREAKER_WINDOW_MS = 60_000;
+/** How long an open breaker waits before letting one half-open probe through. */
+export const DEFAULT_BREAKER_OPEN_MS = 10_000;
+/** Respawn backoff after repeated deaths: base × 2^(deaths-1), capped. */
+export const DEFAULT_RESPAWN_BASE_DELAY_MS = 250;
+export const DEFAULT_RESPAWN_MAX_DELAY_MS = 30_000;
+/** Deaths older than this no longer count toward backoff. */
+export const DEFAULT_RESPAWN_WINDOW_MS = 300_000;
+export const DEFAULT_ATTEMPTS = 2;
+export const DEFAULT_INFRA_RETRIES = 3;
+export const DEFAULT_SLOTS = 1;
+/** Heartbeats: an owner is gone after missing two beats (timeout = 2 × interval). */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2_000;
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2 * DEFAULT_HEARTBEAT_INTERVAL_MS;
+/** Modal requires a lifetime; a sandbox outlives many cards, so make it long. */
+export const DEFAULT_SANDBOX_LIFETIME_MS = 24 * 3_600_000;
+export const DEFAULT_API_PORT = 3000;

@@ -1,0 +1,10 @@
+export { LanesError, type RetryClass } from './lanes-error.js';
+export { describeIssues, type ValidationIssue } from './validation-issue.js';
+export { CardValidationError } from './card-validation-error.js';
+export { ConfigError } from './config-error.js';
+export { SandboxGoneError } from './sandbox-gone-error.js';
+export { ProviderUnavailableError } from './provider-unavailable-error.js';
+export { ProviderInvalidError } from './provider-invalid-error.js';
+export { ConnectTimeoutError } from './connect-timeout-error.js';
+export { SyncBatchError } from './sync-batch-error.js';
+export { IllegalStateError } from './illegal-state-error.js';

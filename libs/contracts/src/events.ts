@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+/** Stable, dotted event names: logged with pino and appended to the Redis event stream. */
+export const EventTypeSchema = z.enum([
+  'card.queued',
+  'card.running',
+  'card.done',
+  'card.failed',
+  'card.cancelled',
+  'card.blocked',
+  'card.redriven',
+  'card.unblocked',
+  'sandbox.created',
+  'sandbox.live',
+  'sandbox.dead',
+  'sandbox.respawned',
+  'sandbox.terminated',
+  'sandbox.reaped',
+  'breaker.opened',
+  'breaker.half-open',
+  'breaker.closed',
+]);
+export type EventType = z.infer<typeof EventTypeSchema>;
+
+export const LaneEventSchema = z.object({
+  type: EventTypeSchema,
+  at: z.string(),
+  lane: z.string(),
+  cardId: z.string().optional(),
+  slot: z.string().optional(),
+  sandboxId: z.string().optional(),
+  data: z.record(z.string(), z.json()).optional(),
+});
+export type LaneEvent = z.infer<typeof LaneEventSchema>;

@@ -1,0 +1,73 @@
+export {
+  CARD_ID_PATTERN,
+  LANE_NAME_PATTERN,
+  CardIdSchema,
+  LaneNameSchema,
+  PullRequestSchema,
+  CardInputSchema,
+  CardSchema,
+  type CardInput,
+  type Card,
+} from './card.js';
+export {
+  CardStateSchema,
+  BlockedReasonSchema,
+  FailedReasonSchema,
+  isTerminalCardState,
+  type CardState,
+  type BlockedReason,
+  type FailedReason,
+} from './card-state.js';
+export {
+  SandboxStateSchema,
+  ObservedExitCodeSchema,
+  VerdictSchema,
+  PollResultSchema,
+  SandboxInfoSchema,
+  SandboxTagsSchema,
+  SandboxSpecSchema,
+  FileSyncSchema,
+  type SandboxState,
+  type ObservedExitCode,
+  type Verdict,
+  type PollResult,
+  type SandboxInfo,
+  type SandboxTags,
+  type SandboxSpec,
+  type FileSync,
+} from './sandbox.js';
+export { HistoryEntrySchema, type HistoryEntry } from './history.js';
+export { CardRecordSchema, type CardRecord } from './card-record.js';
+export {
+  FaultPlanSchema,
+  BreakerConfigSchema,
+  RespawnConfigSchema,
+  LaneConfigSchema,
+  LanesConfigSchema,
+  type FaultPlan,
+  type BreakerConfig,
+  type RespawnConfig,
+  type LaneConfigInput,
+  type LaneConfig,
+  type LanesConfigInput,
+  type LanesConfig,
+} from './lane-config.js';
+export {
+  EnqueueResponseSchema,
+  BulkEnqueueResponseSchema,
+  UnblockBodySchema,
+  ErrorBodySchema,
+  BreakerStateSchema,
+  SlotStatusSchema,
+  LaneStatusSchema,
+  type EnqueueResponse,
+  type BulkEnqueueResponse,
+  type ErrorBody,
+  type BreakerStateName,
+  type SlotStatus,
+  type LaneStatus,
+} from './api.js';
+export { EventTypeSchema, LaneEventSchema, type EventType, type LaneEvent } from './events.js';
+export { toIssues, parseCard, parseLanesConfig } from './validation.js';
+export * as defaults from './defaults.js';
+export * from './errors/index.js';

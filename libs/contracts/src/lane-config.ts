@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { LaneNameSchema } from './card.js';
+import * as D from './defaults.js';
+import { FileSyncSchema } from './sandbox.js';
+
+const Argv = z.array(z.string()).min(1, 'must name a program');
+const Ms = z.number().int().positive();
+
+/** Faults the `faulty` provider injects; for tests and demos only. */
+export const FaultPlanSchema = z.strictObject({
+  /** The sandbox dies (its root is killed) when this many commands have started in it. */
+  dieAfterCommands: z.number().int().positive().optional(),
+  /** Every Nth command returns a bare exit 1; `dead` also kills the sandbox so poll() says exited(137). */
+  bareExit1Every: z.number().int().positive().optional(),
+  bareExit1Mode: z.enum(['dead', 'live', 'exited-0']).default('dead'),
+  /** The next N creates fail with a provider error. */
+  createFailures: z.number().int().nonnegative().default(0),
+  /** The next N creates hang until their connect deadline. */
+  connectTimeouts: z.number().int().nonnegative().default(0),
+  /** poll() throws a provider error. */
+  pollErrors: z.boolean().default(false),
+  /** Commands hang until cancelled. */
+  hang: z.boolean().default(false),
+});
+export type FaultPlan = z.infer<typeof FaultPlanSchema>;
+
+export const BreakerConfigSchema = z.strictObject({
+  failureThreshold: z.number().int().positive().default(D.DEFAULT_BREAKER_FAILURE_THRESHOLD),
+  windowMs: Ms.default(D.DEFAULT_BREAKER_WINDOW_MS),
+  openMs: Ms.default(D.DEFAULT_BREAKER_OPEN_MS),
+});
+export type BreakerConfig = z.infer<typeof BreakerConfigSchema>;
+
+export const RespawnConfigSchema = z.strictObject({
+  baseDelayMs: z.number().int().nonnegative().default(D.DEFAULT_RESPAWN_BASE_DELAY_MS),
+  maxDelayMs: z.number().int().nonnegative().default(D.DEFAULT_RESPAWN_MAX_DELAY_MS),
+  windowMs: Ms.default(D.DEFAULT_RESPAWN_WINDOW_MS),
+});
+export type RespawnConfig = z.infer<typeof RespawnConfigSchema>;
+
+export const LaneConfigSchema = z
+  .strictObject({
+    name: LaneNameSchema,
+    provider: z.enum(['local', 'modal']).default('local'),
+    slots: z.number().int().positive().max(256).default(D.DEFAULT_SLOTS),
+    minSlots: z.number().int().nonnegative().max(256).optional(),
+    maxSlots: z.number().int().positive().max(256).optional(),
+    image: z.string().min(1).default('debian:bookworm-slim'),
+    setup: z.array(Argv).default([]),
+    agent: Argv,
+    env: z.record(z.string(), z.string()).default({}),
+    secrets: z.array(z.string().min(1)).default([]),
+    files: z.array(FileSyncSchema).default([]),
+    commandTimeoutMs: Ms.default(D.DEFAULT_COMMAND_TIMEOUT_MS),
+    setupTimeoutMs: Ms.default(D.DEFAULT_SETUP_TIMEOUT_MS),
+    connectTimeoutMs: Ms.default(D.DEFAULT_CONNECT_TIMEOUT_MS),
+    canaryTimeoutMs: Ms.default(D.DEFAULT_CANARY_TIMEOUT_MS),
+    killGraceMs: Ms.default(D.DEFAULT_KILL_GRACE_MS),
+    attempts: z.number().int().positive().max(100).default(D.DEFAULT_ATTEMPTS),
+    infraRetries: z.number().int().nonnegative().max(100).default(D.DEFAULT_INFRA_RETRIES),
+    breaker: BreakerConfigSchema.default(() => BreakerConfigSchema.parse({})),
+    respawn: RespawnConfigSchema.default(() => RespawnConfigSchema.parse({})),
+    faults: FaultPlanSchema.optional(),
+  })
+  .transform((lane) => ({
+    ...lane,
+    minSlots: lane.minSlots ?? Math.min(1, lane.slots),
+    maxSlots: lane.maxSlots ?? Math.max(lane.slots, lane.minSlots ?? 0),
+  }))
+  .superRefine((lane, ctx) => {
+    if (lane.minSlots > lane.slots) {
+      ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ slots (${lane.slots})` });
+    }
+    if (lane.maxSlots < lane.slots) {
+      ctx.addIssue({ code: 'custom', path: ['maxSlots'], message: `must be ≥ slots (${lane.slots})` });
+    }
+  });
+export type LaneConfigInput = z.input<typeof LaneConfigSchema>;
+export type LaneConfig = z.infer<typeof LaneConfigSchema>;
+
+export const LanesConfigSchema = z
+  .strictObject({ lanes: z.array(LaneConfigSchema).min(1, 'needs at least one lane') })
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.lanes.forEach((lane, i) => {
+      if (seen.has(lane.name)) {
+        ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
+      }
+      seen.add(lane.name);
+    });
+  });
+export type LanesConfigInput = z.input<typeof LanesConfigSchema>;
+export type LanesConfig = z.infer<typeof LanesConfigSchema>;

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { CardValidationError, ConfigError, isTerminalCardState, parseCard, parseLanesConfig } from '@lanes/contracts';
+
+const makeId = () => 'generated-id';
+
+describe('parseCard', () => {
+  it('accepts the minimal card and generates an id', () => {
+    const card = parseCard({ lane: 'pr-review', title: 'Fix flaky test' }, makeId);
+    expect(card).toEqual({ id: 'generated-id', lane: 'pr-review', title: 'Fix flaky test', priority: 0 });
+  });
+
+  it('keeps metadata and the given id', () => {
+    const card = parseCard({ id: 'c.1_x-2', lane: 'a', title: 't', metadata: { n: [1, { k: null }] } }, makeId);
+    expect(card.id).toBe('c.1_x-2');
+    expect(card.metadata).toEqual({ n: [1, { k: null }] });
+  });
+
+  it.each([
+    [{ title: 't' }, 'lane'],
+    [{ lane: 'a' }, 'title'],
+    [{ lane: 'a:b', title: 't' }, 'lane'],
+    [{ id: 'has:colon', lane: 'a', title: 't' }, 'id'],
+    [{ lane: 'a', title: 't', pr: { number: 'twelve', branch: 'x' } }, 'pr.number'],
+    [{ lane: 'a', title: 't', callbackUrl: 'not a url' }, 'callbackUrl'],
+    [{ lane: 'a', title: 't', surprise: 1 }, 'surprise'],
+  ])('names the bad field in %j', (input, field) => {
+    try {
+      parseCard(input, makeId);
+      expect.unreachable('should have thrown');
+    } catch (err) {
+      expect(err).toBeInstanceOf(CardValidationError);
+      const e = err as CardValidationError;
+      expect(e.message).toContain(field);
+      expect(e.issues.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses a non-object', () => {
+    expect(() => parseCard('nope', makeId)).toThrow(CardValidationError);
+  });
+});
+
+describe('parseLanesConfig', () => {
+  it('applies defaults', () => {
+    const cfg = parseLanesConfig({ lanes: [{ name: 'pr-review', agent: ['bash', 'agent.sh'] }] });
+    const lane = cfg.lanes[0]!;
+    expect(lane.provider).toBe('local');
+    expect(lane.slots).toBe(1);
+    expect(lane.minSlots).toBe(1);
+    expect(lane.maxSlots).toBe(1);
+    expect(lane.attempts).toBe(2);
+    expect(lane.infraRetries).toBe(3);
+    expect(lane.breaker.failureThreshold).toBe(5);
+  });
+
+  it.each([
+    [{ lanes: [{ name: 'x' }] }, 'lanes.0.agent'],
+    [{ lanes: [{ name: 'x', agent: ['a'], slots: 0 }] }, 'lanes.0.slots'],
+    [{ lanes: [{ name: 'x', agent: ['a'], slots: 2, maxSlots: 1 }] }, 'lanes.0.maxSlots'],
+    [{ lanes: [{ name: 'x', agent: ['a'], comandTimeoutMs: 5 }] }, 'comandTimeoutMs'],
+    [{ lanes: [{ name: 'x', agent: ['a'] }, { name: 'x', agent: ['b'] }] }, 'lanes.1.name'],
+    [{ lanes: [] }, 'lanes'],
+  ])('names the wrong key in %j', (input, key) => {
+    expect(() => parseLanesConfig(input)).toThrow(ConfigError);
+    expect(() => parseLanesConfig(input)).toThrow(key);
+  });
+});
+
+describe('isTerminalCardState', () => {
+  it.each([
+    ['queued', false],
+    ['running', false],
+    ['blocked', false],
+    ['done', true],
+    ['failed', true],
+    ['cancelled', true],
+  ] as const)('%s → %s', (state, terminal) => {
+    expect(isTerminalCardState(state)).toBe(terminal);
+  });
+});

@@ -1,0 +1,78 @@
+import type { PollResult, SandboxSpec, SandboxTags } from '@lanes/contracts';
+
+export type OutputStream = 'stdout' | 'stderr';
+
+export interface ExecOptions {
+  /** Working directory inside the sandbox; defaults to the sandbox workdir. */
+  cwd?: string;
+  /** Extra environment for this command only. Card text travels here or in files, never in argv-as-shell. */
+  env?: Record<string, string>;
+  /** Deadline for this command. On expiry its process group is killed (SIGINT → SIGTERM → SIGKILL), never the sandbox. */
+  timeoutMs?: number;
+  /** Cancels the command (or removes it from the queue if it has not started). Same escalation as a timeout. */
+  signal?: AbortSignal;
+  /** Grace between SIGINT, SIGTERM and SIGKILL; default DEFAULT_KILL_GRACE_MS. */
+  killGraceMs?: number;
+  /** Live output, e.g. for the BullMQ job log. */
+  onOutput?: (stream: OutputStream, chunk: string) => void;
+}
+
+export interface ExecResult {
+  /** The command's exit code; 128+signal when it was ended by a signal. */
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** The command hit `timeoutMs` and its group was killed. */
+  timedOut: boolean;
+  /** The command was cancelled through `signal` and its group was killed. */
+  cancelled: boolean;
+  durationMs: number;
+}
+
+/** One sandbox. A slot owns exactly one for its lifetime; a respawn replaces it with a new handle and id. */
+export interface SandboxHandle {
+  readonly id: string;
+  readonly provider: string;
+  /** Host pid of the sandbox root (local provider only). Killing it kills the sandbox. */
+  readonly pid?: number;
+  /** A directory inside the sandbox that belongs to lanes (cards, outputs). */
+  readonly workdir: string;
+  /**
+   * Runs argv (no shell) in its own process group. Commands in one sandbox run one at a time.
+   * Throws SandboxGoneError when the sandbox is dead, ProviderUnavailableError on transport failure.
+   */
+  exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** live / exited(code) / missing. Throws ProviderUnavailableError when the provider could not be asked. */
+  poll(): Promise<PollResult>;
+  /** Writes a file inside the sandbox, creating parent directories. */
+  writeFile(path: string, data: string | Uint8Array): Promise<void>;
+  /** Reads a file inside the sandbox; undefined when it does not exist. */
+  readFile(path: string): Promise<Uint8Array | undefined>;
+  /** Ends the sandbox and everything in it. Already gone is not an error. */
+  terminate(): Promise<void>;
+}
+
+export interface CreateOptions {
+  /** The sandbox must answer its first command within this, or create fails with ConnectTimeoutError. */
+  connectTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface SandboxRef {
+  id: string;
+  tags: Partial<SandboxTags>;
+  /** Host pid, for the local provider. */
+  pid?: number;
+}
+
+export interface SandboxProvider {
+  readonly name: string;
+  /** Creates a fresh sandbox from the base image (never a snapshot), tagged with lane, slot and worker. */
+  create(spec: SandboxSpec, options?: CreateOptions): Promise<SandboxHandle>;
+  /** Sandboxes this provider can see whose tags match every given tag. */
+  list(tags?: Partial<SandboxTags>): Promise<SandboxRef[]>;
+  /** Terminates by id; "already gone" is success. */
+  terminateById(id: string): Promise<void>;
+  /** Releases provider-level resources (clients, timers). Does not terminate sandboxes. */
+  close(): Promise<void>;
+}
