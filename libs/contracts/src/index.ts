@@ -45,6 +45,7 @@ export {
   LaneConfigSchema,
   LanesConfigSchema,
   type FaultPlan,
+  type FaultPlanInput,
   type BreakerConfig,
   type RespawnConfig,
   type LaneConfigInput,

@@ -23,6 +23,8 @@ export const FaultPlanSchema = z.strictObject({
   hang: z.boolean().default(false),
 });
 export type FaultPlan = z.infer<typeof FaultPlanSchema>;
+/** A plan as written (defaults not yet applied), e.g. for `FaultyProvider.setPlan`. */
+export type FaultPlanInput = z.input<typeof FaultPlanSchema>;
 
 export const BreakerConfigSchema = z.strictObject({
   failureThreshold: z.number().int().positive().default(D.DEFAULT_BREAKER_FAILURE_THRESHOLD),

@@ -1,0 +1,54 @@
+import type { LaneConfig, LaneStatus } from '@lanes/contracts';
+import type { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
+import { desiredSlots } from '@lanes/supervision';
+
+export interface LaneStatusDeps {
+  queues: LaneQueues;
+  store: CardStore;
+  fleet: FleetStore;
+  lanes: readonly LaneConfig[];
+  now: () => number;
+  heartbeatTimeoutMs: number;
+}
+
+const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
+
+/** Per lane: queue counts, blocked counts by reason, slots of live workers, breaker, desired slots, outage. */
+export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> {
+  const heartbeats = await deps.fleet.heartbeats();
+  const fresh = (worker: string) => (heartbeats[worker] ?? 0) >= deps.now() - deps.heartbeatTimeoutMs;
+  return Promise.all(
+    deps.lanes.map(async (lane) => {
+      const queue = deps.queues.queue(lane.name)!;
+      const [jobCounts, blocked, slots, breaker, health] = await Promise.all([
+        queue.getJobCounts(...JOB_STATES),
+        deps.store.blocked(lane.name),
+        deps.fleet.slots(lane.name),
+        deps.fleet.breaker(lane.name),
+        deps.fleet.health(lane.name),
+      ]);
+      const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length };
+      for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
+      const live = slots.filter((s) => fresh(s.worker));
+      const desired = desiredSlots(
+        {
+          waiting: (jobCounts.waiting ?? 0) + (jobCounts.prioritized ?? 0),
+          delayed: jobCounts.delayed ?? 0,
+          active: jobCounts.active ?? 0,
+          liveSlots: live.filter((s) => s.sandbox?.state === 'live').length,
+        },
+        lane,
+        breaker.state,
+      );
+      return {
+        name: lane.name,
+        provider: lane.provider,
+        counts,
+        slots: live,
+        breaker,
+        desiredSlots: desired.desired,
+        outage: health?.status === 'outage',
+      };
+    }),
+  );
+}

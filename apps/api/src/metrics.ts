@@ -1,0 +1,42 @@
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { LaneStatusDeps } from './lane-status.js';
+import { laneStatuses } from './lane-status.js';
+
+export interface Metrics {
+  registry: Registry;
+  /** Reads lane state from Redis into the gauges; call before serializing. */
+  refresh(): Promise<void>;
+}
+
+/** Prometheus metrics, computed from Redis at scrape time so every API replica reports the same. */
+export function createMetrics(deps: LaneStatusDeps): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'lanes_process_' });
+  const jobs = new Gauge({ name: 'lanes_cards', help: 'Cards per lane and state', labelNames: ['lane', 'state'], registers: [registry] });
+  const slots = new Gauge({ name: 'lanes_slots', help: 'Slots per lane and sandbox state', labelNames: ['lane', 'state'], registers: [registry] });
+  const desired = new Gauge({ name: 'lanes_desired_slots', help: 'Slots the lane wants for its queue depth', labelNames: ['lane'], registers: [registry] });
+  const breaker = new Gauge({ name: 'lanes_breaker_open', help: '1 when the lane breaker is open or half-open', labelNames: ['lane'], registers: [registry] });
+  const outage = new Gauge({ name: 'lanes_provider_outage', help: '1 when the supervisor calls a provider outage for the lane', labelNames: ['lane'], registers: [registry] });
+  const scrapeOk = new Gauge({ name: 'lanes_scrape_ok', help: '1 when lane state could be read from Redis', registers: [registry] });
+  // prom-client serializes metrics concurrently, so one refresh before serializing keeps them consistent.
+  async function refresh(): Promise<void> {
+      try {
+        const lanes = await laneStatuses(deps);
+        jobs.reset();
+        slots.reset();
+        for (const lane of lanes) {
+          for (const [state, n] of Object.entries(lane.counts)) jobs.set({ lane: lane.name, state }, n);
+          const bySandbox = new Map<string, number>();
+          for (const s of lane.slots) bySandbox.set(s.sandbox?.state ?? 'none', (bySandbox.get(s.sandbox?.state ?? 'none') ?? 0) + 1);
+          for (const [state, n] of bySandbox) slots.set({ lane: lane.name, state }, n);
+          desired.set({ lane: lane.name }, lane.desiredSlots);
+          breaker.set({ lane: lane.name }, lane.breaker.state === 'closed' ? 0 : 1);
+          outage.set({ lane: lane.name }, lane.outage ? 1 : 0);
+        }
+        scrapeOk.set(1);
+      } catch {
+        scrapeOk.set(0);
+      }
+  }
+  return { registry, refresh };
+}

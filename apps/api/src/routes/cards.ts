@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { CardValidationError, UnblockBodySchema, parseCard, toIssues, type Card, type ValidationIssue } from '@lanes/contracts';
+import type { CardStore, LaneQueues } from '@lanes/queue';
+import { ApiError, notFound } from '../api-error.js';
+
+export interface CardRoutesDeps {
+  queues: LaneQueues;
+  store: CardStore;
+  newId?: () => string;
+}
+
+/** A card or `{cards:[…]}`; every card is validated before any is enqueued, so a batch is all or nothing. */
+function parseBody(body: unknown, deps: CardRoutesDeps): { cards: Card[]; bulk: boolean } {
+  const newId = deps.newId ?? (() => randomUUID());
+  const isBulk = body !== null && typeof body === 'object' && !Array.isArray(body) && 'cards' in body;
+  const inputs: unknown[] = isBulk ? ((body as { cards: unknown }).cards as unknown[]) : [body];
+  if (isBulk && (!Array.isArray(inputs) || inputs.length === 0)) {
+    throw new CardValidationError([{ path: 'cards', message: 'must be a non-empty array of cards' }]);
+  }
+  const issues: ValidationIssue[] = [];
+  const cards: Card[] = [];
+  inputs.forEach((input, i) => {
+    try {
+      const card = parseCard(input, newId, isBulk ? ['cards', i] : []);
+      if (!deps.queues.lane(card.lane)) {
+        const known = deps.queues.all().map((q) => q.name).join(', ');
+        issues.push({ path: isBulk ? `cards.${i}.lane` : 'lane', message: `unknown lane "${card.lane}" (known: ${known})` });
+      }
+      cards.push(card);
+    } catch (err) {
+      if (err instanceof CardValidationError) issues.push(...err.issues);
+      else throw err;
+    }
+  });
+  const ids = new Set<string>();
+  cards.forEach((c, i) => {
+    if (ids.has(c.id)) issues.push({ path: isBulk ? `cards.${i}.id` : 'id', message: `duplicate id "${c.id}" in this request` });
+    ids.add(c.id);
+  });
+  if (issues.length) throw new CardValidationError(issues);
+  return { cards, bulk: isBulk };
+}
+
+export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
+  const { queues, store } = deps;
+
+  app.post('/v1/cards', async (request, reply) => {
+    const { cards, bulk } = parseBody(request.body, deps);
+    const results = [];
+    for (const card of cards) results.push(await queues.enqueue(card));
+    if (!bulk) {
+      const r = results[0]!;
+      return reply.code(r.created ? 202 : 200).send({ id: r.id, state: r.state });
+    }
+    const anyCreated = results.some((r) => r.created);
+    return reply.code(anyCreated ? 202 : 200).send({ cards: results.map((r) => ({ id: r.id, state: r.state, created: r.created })) });
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/cards/:id', async (request) => {
+    const record = await store.get(request.params.id);
+    if (!record) throw notFound(`card ${request.params.id}`);
+    return record;
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/cards/:id/cancel', async (request, reply) => {
+    const out = await queues.cancel(request.params.id);
+    if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
+    return reply.code(202).send({ id: request.params.id, state: out.state });
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/cards/:id/unblock', async (request, reply) => {
+    const parsed = UnblockBodySchema.safeParse(request.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid unblock body', toIssues(parsed.error));
+    const out = await queues.unblock(request.params.id, parsed.data.note);
+    if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
+    return reply.code(202).send({ id: request.params.id, state: out.state });
+  });
+}

@@ -1,0 +1,85 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { CardValidationError, defaults, type ErrorBody, type LaneConfig } from '@lanes/contracts';
+import { CardStore, EventLog, FleetStore, LaneQueues } from '@lanes/queue';
+import { ApiError } from './api-error.js';
+import { createAuthHook } from './auth.js';
+import { registerBoard } from './board.js';
+import { createMetrics } from './metrics.js';
+import { cardRoutes } from './routes/cards.js';
+import { eventRoutes } from './routes/events.js';
+import { healthRoutes } from './routes/health.js';
+import { laneRoutes } from './routes/lanes.js';
+
+/** Bulk posts of large prompts fit; anything bigger is refused with 413. */
+export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
+export interface ApiOptions {
+  redis: Redis;
+  lanes: readonly LaneConfig[];
+  log: Logger;
+  tokens?: readonly string[];
+  now?: () => number;
+  newId?: () => string;
+  heartbeatTimeoutMs?: number;
+}
+
+export interface ApiServer {
+  app: FastifyInstance;
+  queues: LaneQueues;
+  close(): Promise<void>;
+}
+
+function errorBody(code: string, message: string, issues?: ErrorBody['error']['issues']): ErrorBody {
+  return { error: { code, message, ...(issues?.length ? { issues } : {}) } };
+}
+
+/** The board-facing HTTP API, with Bull Board, metrics and health. */
+export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
+  const now = options.now ?? Date.now;
+  const { redis, lanes } = options;
+  const events = new EventLog(redis);
+  const store = new CardStore({ redis, events, now });
+  const fleet = new FleetStore(redis);
+  const queues = new LaneQueues({ redis, store, lanes });
+  const app = Fastify({
+    loggerInstance: options.log.child({ component: 'api' }) as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+  });
+
+  app.setErrorHandler((err, _request, reply) => {
+    if (err instanceof ApiError) return reply.code(err.statusCode).send(errorBody(err.code, err.message, err.issues));
+    if (err instanceof CardValidationError) return reply.code(400).send(errorBody(err.code, err.message, err.issues));
+    const fe = err as { statusCode?: number; code?: string; message?: string };
+    if (fe.statusCode && fe.statusCode < 500) {
+      return reply.code(fe.statusCode).send(errorBody(fe.code ?? 'BAD_REQUEST', fe.message ?? 'bad request'));
+    }
+    reply.log.error({ err }, 'request failed');
+    return reply.code(500).send(errorBody('INTERNAL', 'internal error'));
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
+  app.addHook('onRequest', createAuthHook(options.tokens ?? []));
+
+  const statusDeps = { queues, store, fleet, lanes, now, heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS };
+  const metrics = createMetrics(statusDeps);
+  healthRoutes(app, { redis });
+  cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}) });
+  laneRoutes(app, statusDeps);
+  eventRoutes(app, { redis });
+  app.get('/metrics', async (_request, reply) => {
+    await metrics.refresh();
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  await registerBoard(app, queues.all());
+  await app.ready();
+
+  return {
+    app,
+    queues,
+    async close() {
+      await app.close();
+      await queues.close();
+    },
+  };
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// Runs the CLI straight from TypeScript source: tsx compiles on the fly, and the
+// "@lanes/source" export condition points every workspace package at its src/.
+import { register } from 'node:module';
+import { register as registerTsx } from 'tsx/esm/api';
+
+registerTsx();
+register('./source-condition.js', import.meta.url);
+const { main } = await import('../src/main.ts');
+process.exitCode = await main(process.argv.slice(2));

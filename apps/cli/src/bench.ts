@@ -1,0 +1,28 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_DIR } from './paths.js';
+
+const BENCHES: Record<string, string> = {
+  sandbox: 'bench/sandbox-exec.ts',
+  respawn: 'bench/respawn.ts',
+};
+
+/** Runs each benchmark script in its own process (so timings are not disturbed by this one) and streams its table. */
+export async function runBenchmarks(which: string, print: (s: string) => void): Promise<number> {
+  const names = which === 'all' ? Object.keys(BENCHES) : [which];
+  for (const name of names) {
+    const rel = BENCHES[name];
+    if (!rel || !existsSync(join(PROJECT_DIR, rel))) {
+      print(`no benchmark "${name}" (have: ${Object.keys(BENCHES).join(', ')})`);
+      return 2;
+    }
+    print(`\n== ${name}: npx tsx --conditions=@lanes/source ${rel}`);
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['--conditions=@lanes/source', '--import', 'tsx', join(PROJECT_DIR, rel)], { cwd: PROJECT_DIR, stdio: 'inherit' });
+      child.once('exit', (c) => resolve(c ?? 1));
+    });
+    if (code !== 0) return code;
+  }
+  return 0;
+}

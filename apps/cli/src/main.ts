@@ -1,0 +1,95 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, LanesError } from '@lanes/contracts';
+import { ApiClientError } from './client.js';
+import { cardAction, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
+import { createLogger } from './logger.js';
+import { up } from './up.js';
+
+const USAGE = `usage: lanes <command> [options]
+
+  up [--config FILE] [--port N]     API + Bull Board + worker + supervisor in one process
+  api | worker | supervisor [--config FILE]
+                                    one part only (containers)
+  enqueue --lane L --title T [--id ID] [--prompt P] [--repo URL] | --json FILE|-
+  status CARD_ID                    a card's state and history
+  cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
+  unblock CARD_ID [--note TEXT]     release a needs-human card
+  lanes                             lanes, slots, sandboxes, breakers
+  bench [sandbox|respawn|all]       run the benchmarks and print their figures
+
+Remote commands use LANES_API_URL (default http://127.0.0.1:$LANES_PORT or :3000) and LANES_API_TOKEN.`;
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, print: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      port: { type: 'string' },
+      lane: { type: 'string' },
+      title: { type: 'string' },
+      id: { type: 'string' },
+      prompt: { type: 'string' },
+      repo: { type: 'string' },
+      json: { type: 'string' },
+      note: { type: 'string' },
+      url: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, arg] = positionals;
+  if (!command || values.help) {
+    print(USAGE);
+    return command ? 0 : 2;
+  }
+  const client = {
+    url: values.url ?? env.LANES_API_URL ?? `http://127.0.0.1:${env.LANES_PORT ?? 3000}`,
+    ...(env.LANES_API_TOKEN || env.LANES_API_TOKENS ? { token: env.LANES_API_TOKEN ?? env.LANES_API_TOKENS!.split(',')[0]!.trim() } : {}),
+  };
+  const needId = () => {
+    if (!arg) throw new UsageError(`${command} needs a card id`);
+    return arg;
+  };
+  try {
+    switch (command) {
+      case 'up':
+      case 'api':
+      case 'worker':
+      case 'supervisor': {
+        const parts = command === 'up' ? undefined : { api: command === 'api', worker: command === 'worker', supervisor: command === 'supervisor' };
+        return await up({ ...(values.config ? { config: values.config } : {}), ...(values.port ? { port: Number(values.port) } : {}), ...(parts ? { parts } : {}) }, env, createLogger(env), print);
+      }
+      case 'enqueue':
+        return await enqueueCommand(client, values, print);
+      case 'status':
+        return await statusCommand(client, needId(), print);
+      case 'cancel':
+      case 'unblock':
+        return await cardAction(client, command, needId(), values.note, print);
+      case 'lanes':
+        return await lanesCommand(client, print);
+      case 'bench': {
+        const { runBenchmarks } = await import('./bench.js');
+        return await runBenchmarks(arg ?? 'all', print);
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`lanes: ${err.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError || err instanceof LanesError || err instanceof ApiClientError) {
+      process.stderr.write(`lanes: ${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof TypeError && String(err.message).includes('fetch failed')) {
+      process.stderr.write(`lanes: cannot reach the API at ${client.url} (is \`lanes up\` running?)\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+class UsageError extends Error {}

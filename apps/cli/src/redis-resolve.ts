@@ -1,0 +1,102 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { LanesError } from '@lanes/contracts';
+
+/** A local Redis either answers PING this fast or is not there. */
+export const REDIS_PROBE_TIMEOUT_MS = 500;
+/** redis-server starts in milliseconds; this leaves room for a slow disk. */
+export const REDIS_START_TIMEOUT_MS = 10_000;
+export const DEFAULT_LOCAL_REDIS = { host: '127.0.0.1', port: 6379 };
+
+export class RedisUnavailableError extends LanesError {
+  readonly code = 'REDIS_UNAVAILABLE';
+  readonly retry = 'permanent' as const;
+  constructor() {
+    super(
+      [
+        'no Redis: REDIS_URL is unset, nothing answers on 127.0.0.1:6379, and there is no redis-server on PATH.',
+        'Get one with any of:',
+        '  apt install redis-server        (Debian/Ubuntu)',
+        '  brew install redis              (macOS)',
+        '  docker compose up -d redis      (from this repository)',
+        'or point REDIS_URL at an existing Redis (redis://host:6379).',
+      ].join('\n'),
+    );
+  }
+}
+
+export interface ResolvedRedis {
+  url: string;
+  source: 'REDIS_URL' | 'local 6379' | 'embedded redis-server';
+  /** Stops the redis-server we started; a no-op for one we only connected to. */
+  stop(): Promise<void>;
+}
+
+/** Sends PING over a raw socket so that probing needs no client library and never retries. */
+export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TIMEOUT_MS): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (buf) => done(buf.toString().startsWith('+PONG')));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
+ * port with AOF in `dataDir`; else RedisUnavailableError saying how to get one.
+ */
+export async function resolveRedis(env: NodeJS.ProcessEnv, dataDir: string): Promise<ResolvedRedis> {
+  const noop = async () => undefined;
+  if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL', stop: noop };
+  if (await pingRedis(DEFAULT_LOCAL_REDIS.host, DEFAULT_LOCAL_REDIS.port)) {
+    return { url: `redis://${DEFAULT_LOCAL_REDIS.host}:${DEFAULT_LOCAL_REDIS.port}`, source: 'local 6379', stop: noop };
+  }
+  const port = await freePort();
+  mkdirSync(dataDir, { recursive: true });
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''];
+  const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const spawnFailed = await new Promise<boolean>((resolve) => {
+    child.once('error', () => resolve(true));
+    child.once('spawn', () => resolve(false));
+  });
+  if (spawnFailed) throw new RedisUnavailableError();
+  const deadline = Date.now() + REDIS_START_TIMEOUT_MS;
+  while (!(await pingRedis('127.0.0.1', port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new RedisUnavailableError();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    source: 'embedded redis-server',
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export const redisDataDir = (stateDir: string) => join(stateDir, 'redis');

@@ -1,0 +1,91 @@
+import type { Logger } from 'pino';
+import { createApiServer, type ApiServer } from '@lanes/api';
+import type { LaneConfig } from '@lanes/contracts';
+import { createRedis } from '@lanes/queue';
+import type { SandboxProvider } from '@lanes/sandbox';
+import { createSupervisorApp, type SupervisorApp } from '@lanes/supervisor';
+import { createWorkerApp, type WorkerApp } from '@lanes/worker';
+
+export interface StackOptions {
+  redisUrl: string;
+  lanes: readonly LaneConfig[];
+  log: Logger;
+  providerFor: (lane: LaneConfig) => SandboxProvider;
+  /** Every provider the supervisor may reap orphans from. */
+  providers: readonly SandboxProvider[];
+  filesBaseDir?: string;
+  port?: number;
+  host?: string;
+  tokens?: readonly string[];
+  heartbeatIntervalMs?: number;
+  heartbeatTimeoutMs?: number;
+  lockDurationMs?: number;
+  /** Run only some parts (a worker container runs only the worker). */
+  parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
+}
+
+export interface Stack {
+  api?: ApiServer;
+  worker?: WorkerApp;
+  supervisor?: SupervisorApp;
+  /** http://host:port when the API runs. */
+  url?: string;
+  stop(): Promise<void>;
+}
+
+/** The composition root: API, worker and supervisor over one Redis, each optional. */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const parts = { api: true, worker: true, supervisor: true, ...options.parts };
+  const redis = createRedis(options.redisUrl);
+  redis.on('error', (err) => options.log.warn({ err: err.message }, 'redis connection error'));
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? (options.heartbeatIntervalMs ? 2 * options.heartbeatIntervalMs : undefined);
+  const stack: Stack = { stop: async () => undefined };
+
+  if (parts.worker) {
+    stack.worker = createWorkerApp({
+      lanes: options.lanes,
+      redis,
+      log: options.log,
+      providerFor: options.providerFor,
+      ...(options.filesBaseDir ? { filesBaseDir: options.filesBaseDir } : {}),
+      ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+      ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
+    });
+    await stack.worker.start();
+  }
+  if (parts.supervisor) {
+    stack.supervisor = createSupervisorApp({
+      redis,
+      lanes: options.lanes,
+      log: options.log,
+      providers: options.providers,
+      ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
+      ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+    });
+    stack.supervisor.start();
+  }
+  if (parts.api) {
+    stack.api = await createApiServer({
+      redis,
+      lanes: options.lanes,
+      log: options.log,
+      tokens: options.tokens ?? [],
+      ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+    });
+    const host = options.host ?? '127.0.0.1';
+    await stack.api.app.listen({ port: options.port ?? 0, host });
+    const addr = stack.api.app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : options.port;
+    stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  }
+
+  stack.stop = async () => {
+    // API first (stop taking cards), then the worker hands its cards back, then the supervisor.
+    if (stack.api) await stack.api.close();
+    if (stack.worker) await stack.worker.stop();
+    if (stack.supervisor) await stack.supervisor.stop();
+    await Promise.all(options.providers.map((p) => p.close()));
+    await redis.quit().catch(() => redis.disconnect());
+  };
+  return stack;
+}

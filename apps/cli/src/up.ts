@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { defaults } from '@lanes/contracts';
+import { parseTokens } from '@lanes/api';
+import { redactRedisUrl } from '@lanes/queue';
+import { createProviderRegistry } from '@lanes/sandbox';
+import { loadConfig } from './config-load.js';
+import { STATE_DIR } from './paths.js';
+import { redisDataDir, resolveRedis } from './redis-resolve.js';
+import { startStack, type StackOptions } from './stack.js';
+
+export interface UpOptions {
+  config?: string;
+  port?: number;
+  parts?: StackOptions['parts'];
+}
+
+/** `lanes up` (all parts) and the single-part container commands. Resolves when the process should exit. */
+export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger, print: (s: string) => void): Promise<number> {
+  const { config, baseDir, source } = loadConfig(options.config, env);
+  const redis = await resolveRedis(env, redisDataDir(STATE_DIR));
+  const tokens = parseTokens(env.LANES_API_TOKENS);
+  const providers = createProviderRegistry({ sandboxDir: env.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
+  const port = options.port ?? Number(env.LANES_PORT ?? defaults.DEFAULT_API_PORT);
+  // Open (no tokens) means local only: never listen beyond loopback without auth.
+  const host = env.LANES_HOST ?? (tokens.length ? '0.0.0.0' : '127.0.0.1');
+  const lanes = config.lanes;
+  const stack = await startStack({
+    redisUrl: redis.url,
+    lanes,
+    log,
+    providerFor: (lane) => providers.forLane(lane),
+    providers: providers.all(lanes),
+    filesBaseDir: baseDir,
+    port,
+    host,
+    tokens,
+    ...(options.parts ? { parts: options.parts } : {}),
+  });
+  log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');
+  if (stack.url) {
+    const lane = lanes[0]!.name;
+    const auth = tokens.length ? ` -H 'authorization: Bearer $TOKEN'` : '';
+    print(
+      [
+        '',
+        `lanes is up (${source}; Redis: ${redis.source} ${redactRedisUrl(redis.url)})`,
+        `  API          ${stack.url}/v1/lanes`,
+        `  Bull Board   ${stack.url}/admin/queues`,
+        `  metrics      ${stack.url}/metrics`,
+        `  events       ${stack.url}/v1/events`,
+        '',
+        'Post a card:',
+        `  curl -s -X POST ${stack.url}/v1/cards -H 'content-type: application/json'${auth} \\`,
+        `    -d '{"lane":"${lane}","title":"Fix flaky test","pr":{"number":12,"branch":"fix/flaky","base":"main"}}'`,
+        '',
+      ].join('\n'),
+    );
+  }
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info({ event: 'stack.stopping', signal }, 'shutting down: handing running cards back');
+      resolve();
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  });
+  await stack.stop();
+  await redis.stop();
+  return 0;
+}

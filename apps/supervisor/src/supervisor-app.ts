@@ -1,0 +1,129 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { defaults, type LaneConfig, type Verdict } from '@lanes/contracts';
+import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
+import type { SandboxProvider } from '@lanes/sandbox';
+import { evaluateFleet, evaluateOrphans, selectRedrive, type SlotVerdict } from '@lanes/supervision';
+
+/** One sweep per heartbeat: an orphan is reaped within two heartbeat periods of its owner's last beat. */
+export const DEFAULT_SWEEP_INTERVAL_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS / 2;
+/** Verdicts older than this no longer shape the lane's health. */
+export const FLEET_WINDOW_MS = 60_000;
+/** How far back the health call reads the event stream. */
+const RECENT_EVENTS = 1_000;
+
+export interface SupervisorOptions {
+  redis: Redis;
+  lanes: readonly LaneConfig[];
+  log: Logger;
+  /** Providers whose sandboxes this supervisor may reap, deduplicated by instance. */
+  providers: readonly SandboxProvider[];
+  sweepIntervalMs?: number;
+  heartbeatTimeoutMs?: number;
+  now?: () => number;
+}
+
+export interface SupervisorApp {
+  start(): void;
+  /** One sweep, for tests and `lanes up`'s first pass. */
+  sweep(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Fleet decisions across workers: orphan reaping by id, the outage call, and a re-drive sweep. */
+export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
+  const now = options.now ?? Date.now;
+  const log = options.log.child({ component: 'supervisor' });
+  const { redis, lanes } = options;
+  const events = new EventLog(redis);
+  const store = new CardStore({ redis, events, now });
+  const fleet = new FleetStore(redis);
+  const queues = new LaneQueues({ redis, store, lanes });
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> | undefined;
+
+  async function reapOrphans(heartbeats: Record<string, number>): Promise<void> {
+    for (const provider of new Set(options.providers)) {
+      const listed = await provider.list();
+      for (const d of evaluateOrphans(listed, heartbeats, heartbeatTimeoutMs, now())) {
+        if (d.action !== 'reap') continue;
+        const ref = listed.find((s) => s.id === d.id);
+        await provider.terminateById(d.id);
+        log.warn({ event: 'sandbox.reaped', sandboxId: d.id, lane: ref?.tags.lane, slot: ref?.tags.slot, reason: d.reason }, 'sandbox.reaped');
+        await events.append({
+          type: 'sandbox.reaped',
+          at: new Date(now()).toISOString(),
+          lane: ref?.tags.lane ?? 'unknown',
+          sandboxId: d.id,
+          ...(ref?.tags.slot ? { slot: ref.tags.slot } : {}),
+          data: { reason: d.reason, owner: ref?.tags.worker ?? null },
+        });
+      }
+    }
+  }
+
+  function verdictsOf(recent: StoredEvent[], lane: string): SlotVerdict[] {
+    const out: SlotVerdict[] = [];
+    for (const e of recent) {
+      if (e.lane !== lane || !e.slot) continue;
+      const at = Date.parse(e.at);
+      let verdict: Verdict | undefined;
+      if (e.type === 'sandbox.dead') verdict = 'sandbox-dead';
+      else if (e.type === 'card.blocked' && e.data?.blockedReason === 'provider-outage') verdict = 'provider-outage';
+      else if (e.type === 'sandbox.live' || e.type === 'sandbox.respawned' || e.type === 'card.done') verdict = 'ok';
+      if (verdict) out.push({ slot: e.slot, verdict, at });
+    }
+    return out;
+  }
+
+  async function laneSweep(lane: LaneConfig, heartbeats: Record<string, number>, recent: StoredEvent[]): Promise<void> {
+    const breaker = await fleet.breaker(lane.name);
+    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: verdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
+    const previous = await fleet.health(lane.name);
+    await fleet.putHealth(lane.name, { status: health.status, reason: health.reason, at: new Date(now()).toISOString() });
+    if (previous?.status !== health.status) log.info({ lane: lane.name, event: 'lane.health', status: health.status, reason: health.reason }, 'lane.health');
+
+    // A card blocked by a worker that died before re-driving it: re-drive once any live slot of the lane exists.
+    const fresh = (w: string) => (heartbeats[w] ?? 0) >= now() - heartbeatTimeoutMs;
+    const liveSlot = (await fleet.slots(lane.name)).some((s) => fresh(s.worker) && s.sandbox?.state === 'live');
+    if (!liveSlot || breaker.state !== 'closed') return;
+    const blocked = await store.blocked(lane.name);
+    const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), { type: 'sandbox-live', lane: lane.name });
+    if (decision.action === 'none') return;
+    for (const id of decision.ids) {
+      const record = await store.get(id);
+      if (record?.state === 'blocked' && (await queues.redrive(record, 'card.redriven', `re-driven by supervisor sweep: ${decision.reason}`))) {
+        log.info({ event: 'card.redriven', cardId: id, lane: lane.name }, 'card.redriven');
+      }
+    }
+  }
+
+  async function sweepOnce(): Promise<void> {
+    const heartbeats = await fleet.heartbeats();
+    await reapOrphans(heartbeats);
+    const recent = await events.recent(RECENT_EVENTS);
+    for (const lane of lanes) await laneSweep(lane, heartbeats, recent);
+  }
+
+  const sweep = async () => {
+    // Never two sweeps at once: a slow provider list must not pile up terminations.
+    sweeping ??= sweepOnce()
+      .catch((err: unknown) => log.warn({ err }, 'supervisor sweep failed'))
+      .finally(() => (sweeping = undefined));
+    await sweeping;
+  };
+
+  return {
+    start() {
+      timer = setInterval(() => void sweep(), options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+      void sweep();
+    },
+    sweep,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await sweeping;
+      await queues.close();
+    },
+  };
+}

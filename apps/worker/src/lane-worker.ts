@@ -1,0 +1,135 @@
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { LaneConfig } from '@lanes/contracts';
+import { QUEUE_PREFIX, queueName, type CardStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
+import type { SandboxProvider } from '@lanes/sandbox';
+import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
+import { bestEffort } from './best-effort.js';
+import { LaneBreaker } from './lane-breaker.js';
+import { createProcessor, type StopReason } from './processor.js';
+import { Slot } from './slot.js';
+import { SlotPool } from './slot-pool.js';
+
+/** A stalled card (its worker died) is handed to another worker this many times before BullMQ fails it. */
+export const MAX_STALLED_COUNT = 5;
+
+export interface LaneWorkerDeps {
+  lane: LaneConfig;
+  workerId: string;
+  redis: Redis;
+  store: CardStore;
+  queues: LaneQueues;
+  events: EventLog;
+  fleet: FleetStore;
+  provider: SandboxProvider;
+  log: Logger;
+  now: () => number;
+  newNonce: () => string;
+  sleep: (ms: number) => Promise<void>;
+  filesBaseDir: string;
+  /** BullMQ lock; a crashed worker's cards are recovered after about this long. */
+  lockDurationMs?: number;
+}
+
+/** One lane in one process: its slots, its breaker, and one BullMQ Worker with concurrency = slots. */
+export class LaneWorker {
+  readonly pool: SlotPool;
+  readonly breaker: LaneBreaker;
+  private readonly running = new Map<string, AbortController>();
+  private worker: Worker | undefined;
+
+  constructor(private readonly deps: LaneWorkerDeps) {
+    const { lane, log } = deps;
+    this.breaker = new LaneBreaker({
+      lane,
+      fleet: deps.fleet,
+      events: deps.events,
+      log,
+      now: deps.now,
+      onClosed: () => void this.redrive({ type: 'breaker-closed', lane: lane.name }),
+    });
+    const slots = Array.from({ length: lane.slots }, (_, i) => {
+      const slotId = `${deps.workerId}-${lane.name}-${i}`;
+      return new Slot({
+        lane,
+        slotId,
+        workerId: deps.workerId,
+        provider: deps.provider,
+        breaker: this.breaker,
+        events: deps.events,
+        log: log.child({ slot: slotId }),
+        now: deps.now,
+        newNonce: deps.newNonce,
+        sleep: deps.sleep,
+        filesBaseDir: deps.filesBaseDir,
+        onChange: (slot) => void this.publish(slot),
+        onLive: () => void this.redrive({ type: 'sandbox-live', lane: lane.name }),
+      });
+    });
+    this.pool = new SlotPool(slots);
+  }
+
+  /** Each slot creates its sandbox at start; the BullMQ worker starts taking cards at once. */
+  start(): void {
+    const { lane, redis, log } = this.deps;
+    for (const slot of this.pool.slots) void slot.ready().catch((err: unknown) => log.error({ err, slot: slot.id }, 'slot start failed'));
+    this.worker = new Worker(
+      queueName(lane.name),
+      createProcessor({
+        lane,
+        store: this.deps.store,
+        pool: this.pool,
+        breaker: this.breaker,
+        log,
+        now: this.deps.now,
+        newNonce: this.deps.newNonce,
+        running: this.running,
+      }),
+      {
+        connection: redis,
+        prefix: QUEUE_PREFIX,
+        concurrency: lane.slots,
+        maxStalledCount: MAX_STALLED_COUNT,
+        ...(this.deps.lockDurationMs ? { lockDuration: this.deps.lockDurationMs } : {}),
+      },
+    );
+    this.worker.on('error', (err) => log.error({ err }, 'bullmq worker error'));
+  }
+
+  stopCard(cardId: string, reason: StopReason): boolean {
+    const controller = this.running.get(cardId);
+    if (!controller) return false;
+    controller.abort(reason);
+    return true;
+  }
+
+  /** Re-drives the lane's blocked cards the trigger frees, per the pure policy. */
+  async redrive(trigger: RedriveTrigger): Promise<void> {
+    const { store, queues, lane, log } = this.deps;
+    await bestEffort(log, 'redrive', async () => {
+      const blocked = await store.blocked(lane.name);
+      const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), trigger);
+      if (decision.action === 'none') return;
+      for (const id of decision.ids) {
+        const record = await store.get(id);
+        if (record?.state !== 'blocked') continue;
+        if (await queues.redrive(record, 'card.redriven', `re-driven: ${decision.reason}`)) {
+          log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
+        }
+      }
+    });
+  }
+
+  async publish(slot: Slot): Promise<void> {
+    await bestEffort(this.deps.log, 'publish slot', () => this.deps.fleet.putSlot(this.deps.lane.name, slot.status(this.deps.now())));
+  }
+
+  /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
+  async stop(): Promise<void> {
+    for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);
+    if (this.worker) await this.worker.close();
+    await Promise.all(this.pool.slots.map((s) => s.stop()));
+    await bestEffort(this.deps.log, 'remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId));
+  }
+}

@@ -1,0 +1,23 @@
+import { IllegalStateError } from '@lanes/contracts';
+import type { Slot } from './slot.js';
+
+/** The slots of one lane in one process. BullMQ concurrency equals the slot count, so a free slot always exists. */
+export class SlotPool {
+  constructor(readonly slots: readonly Slot[]) {}
+
+  take(cardId: string): Slot {
+    const free = this.slots.filter((s) => s.cardId === undefined);
+    const slot = free.find((s) => s.state === 'live') ?? free[0];
+    if (!slot) throw new IllegalStateError(`no free slot for card ${cardId}: concurrency exceeds slots`);
+    slot.cardId = cardId;
+    return slot;
+  }
+
+  release(slot: Slot): void {
+    slot.cardId = undefined;
+  }
+
+  holding(cardId: string): Slot | undefined {
+    return this.slots.find((s) => s.cardId === cardId);
+  }
+}

@@ -1,0 +1,195 @@
+import type { Logger } from 'pino';
+import { defaults, type LaneConfig, type ObservedExitCode, type SandboxState, type SlotStatus } from '@lanes/contracts';
+import type { EventLog } from '@lanes/queue';
+import { execOutcome } from '@lanes/runner';
+import { syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { canaryCommand, evaluateRespawn, readCanary, recordDeath, type DeathHistory } from '@lanes/supervision';
+import { bestEffort } from './best-effort.js';
+import type { LaneBreaker } from './lane-breaker.js';
+
+/** starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back. */
+export type SlotState = 'starting' | 'live' | 'dead' | 'respawning' | 'waiting-provider' | 'stopped';
+
+export type Readiness = { kind: 'live'; handle: SandboxHandle } | { kind: 'wait'; retryAt: number; reason: string };
+
+export interface SlotDeps {
+  lane: LaneConfig;
+  slotId: string;
+  workerId: string;
+  provider: SandboxProvider;
+  breaker: LaneBreaker;
+  events: EventLog;
+  log: Logger;
+  now: () => number;
+  newNonce: () => string;
+  sleep: (ms: number) => Promise<void>;
+  /** Relative `files[].from` paths resolve against this. */
+  filesBaseDir: string;
+  onChange: (slot: Slot) => void;
+  /** A sandbox passed its canary; `respawned` when it replaced a dead one. */
+  onLive: (slot: Slot, respawned: boolean) => void;
+}
+
+type SpawnResult = Readiness | { kind: 'retry'; reason: string };
+
+/** One lane worker slot. It owns exactly one sandbox at a time; a respawn replaces it. */
+export class Slot {
+  state: SlotState = 'starting';
+  handle: SandboxHandle | undefined;
+  cardId: string | undefined;
+  private observedExitCode: ObservedExitCode | undefined;
+  private deadSandboxId: string | undefined;
+  private deaths: DeathHistory = { deaths: [] };
+  private spawning: Promise<SpawnResult> | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: SlotDeps) {}
+
+  get id(): string {
+    return this.deps.slotId;
+  }
+
+  get log(): Logger {
+    return this.deps.log.child({ sandboxId: this.handle?.id });
+  }
+
+  /** Waits until the slot has a live sandbox, or says until when cards must wait for the provider. */
+  async ready(): Promise<Readiness> {
+    for (;;) {
+      if (this.stopped) return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
+      if (this.state === 'live' && this.handle) return { kind: 'live', handle: this.handle };
+      this.spawning ??= this.spawn(this.deadSandboxId !== undefined);
+      const result = await this.spawning;
+      this.spawning = undefined;
+      if (result.kind !== 'retry') return result;
+      const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
+      if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs);
+    }
+  }
+
+  /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */
+  markDead(observedExitCode: ObservedExitCode, reason: string): void {
+    const old = this.handle;
+    const { log, events, lane, now, provider } = this.deps;
+    this.handle = undefined;
+    this.state = 'dead';
+    this.observedExitCode = observedExitCode;
+    this.deadSandboxId = old?.id;
+    this.deaths = recordDeath(this.deaths, now(), lane.respawn);
+    log.warn({ event: 'sandbox.dead', sandboxId: old?.id, observedExitCode, reason }, 'sandbox.dead');
+    void events
+      .append({ type: 'sandbox.dead', at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: old?.id, data: { observedExitCode, reason } })
+      .catch(() => undefined);
+    this.deps.onChange(this);
+    const decision = evaluateRespawn(this.deaths, lane.respawn, now());
+    this.spawning = (async (): Promise<SpawnResult> => {
+      if (old) await bestEffort(log, 'terminate dead sandbox', () => provider.terminateById(old.id));
+      if (decision.action === 'wait') {
+        log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
+        await this.deps.sleep(decision.delayMs);
+      }
+      return this.spawn(true);
+    })();
+  }
+
+  /** Creates a sandbox from the base image, re-applies file sync, and passes the canary before it is live. */
+  private async spawn(respawn: boolean): Promise<SpawnResult> {
+    const { lane, provider, breaker, log, now } = this.deps;
+    const gate = breaker.gate();
+    if (gate.action === 'wait') {
+      this.setState('waiting-provider');
+      return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };
+    }
+    this.setState(respawn ? 'respawning' : 'starting');
+    let handle: SandboxHandle;
+    try {
+      handle = await provider.create(
+        {
+          image: lane.image,
+          tags: { lane: lane.name, slot: this.id, worker: this.deps.workerId },
+          env: lane.env,
+          secrets: lane.secrets,
+          timeoutMs: defaults.DEFAULT_SANDBOX_LIFETIME_MS,
+        },
+        { connectTimeoutMs: lane.connectTimeoutMs },
+      );
+    } catch (err) {
+      breaker.failure(String(err));
+      this.deaths = recordDeath(this.deaths, now(), lane.respawn);
+      log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
+      return { kind: 'retry', reason: String(err) };
+    }
+    const failure = await this.prepare(handle);
+    if (failure) {
+      breaker.failure(failure);
+      this.deaths = recordDeath(this.deaths, now(), lane.respawn);
+      log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
+      await bestEffort(log, 'terminate failed sandbox', () => provider.terminateById(handle.id));
+      return { kind: 'retry', reason: failure };
+    }
+    breaker.canaryPassed();
+    this.handle = handle;
+    this.observedExitCode = undefined;
+    this.deadSandboxId = undefined;
+    this.setState('live');
+    const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
+    log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
+    await this.deps.events
+      .append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: handle.id, data: handle.pid ? { pid: handle.pid } : {} })
+      .catch(() => undefined);
+    this.deps.onLive(this, respawn);
+    return { kind: 'live', handle };
+  }
+
+  /** File sync and the canary; returns why it failed, or undefined. */
+  private async prepare(handle: SandboxHandle): Promise<string | undefined> {
+    const { lane, filesBaseDir, newNonce } = this.deps;
+    try {
+      if (lane.files.length) await syncFiles(handle, lane.files, { baseDir: filesBaseDir });
+    } catch (err) {
+      return `file sync failed: ${String(err)}`;
+    }
+    const nonce = newNonce();
+    const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: lane.canaryTimeoutMs });
+    const reading = readCanary(outcome, nonce);
+    return reading.finding.kind === 'polled' && reading.finding.canary === 'answered' ? undefined : `canary: ${reading.reason}`;
+  }
+
+  private setState(state: SlotState): void {
+    this.state = state;
+    this.deps.onChange(this);
+  }
+
+  status(heartbeatAt: number): SlotStatus {
+    const sandboxState: SandboxState | undefined =
+      this.state === 'live' ? 'live' : this.state === 'dead' ? 'dead' : this.state === 'stopped' ? 'terminated' : 'creating';
+    const id = this.handle?.id ?? this.deadSandboxId;
+    return {
+      slot: this.id,
+      worker: this.deps.workerId,
+      ...(this.cardId ? { cardId: this.cardId } : {}),
+      ...(id && sandboxState
+        ? {
+            sandbox: {
+              id,
+              state: sandboxState,
+              provider: this.deps.provider.name,
+              ...(this.handle?.pid !== undefined ? { pid: this.handle.pid } : {}),
+              ...(this.observedExitCode !== undefined ? { observedExitCode: this.observedExitCode } : {}),
+            },
+          }
+        : {}),
+      heartbeatAt: new Date(heartbeatAt).toISOString(),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const spawning = this.spawning;
+    if (spawning) await spawning.catch(() => undefined);
+    const handle = this.handle;
+    this.handle = undefined;
+    this.state = 'stopped';
+    if (handle) await bestEffort(this.deps.log, 'terminate sandbox on stop', () => handle.terminate());
+  }
+}

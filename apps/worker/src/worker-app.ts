@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { defaults, type LaneConfig } from '@lanes/contracts';
+import { CardStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
+import type { SandboxProvider } from '@lanes/sandbox';
+import { bestEffort } from './best-effort.js';
+import { LaneWorker } from './lane-worker.js';
+
+export interface WorkerAppOptions {
+  lanes: readonly LaneConfig[];
+  redis: Redis;
+  log: Logger;
+  /** The provider each lane's slots create sandboxes with. */
+  providerFor: (lane: LaneConfig) => SandboxProvider;
+  filesBaseDir?: string;
+  workerId?: string;
+  heartbeatIntervalMs?: number;
+  lockDurationMs?: number;
+  now?: () => number;
+  newNonce?: () => string;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface WorkerApp {
+  readonly workerId: string;
+  readonly lanes: ReadonlyMap<string, LaneWorker>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The worker process: slots for every configured lane, heartbeats, and cancel delivery. */
+export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
+  const now = options.now ?? Date.now;
+  const workerId = options.workerId ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const log = options.log.child({ worker: workerId });
+  const { redis } = options;
+  const events = new EventLog(redis);
+  const store = new CardStore({ redis, events, now });
+  const fleet = new FleetStore(redis);
+  const queues = new LaneQueues({ redis, store, lanes: options.lanes });
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
+  const lanes = new Map<string, LaneWorker>();
+  for (const lane of options.lanes) {
+    lanes.set(
+      lane.name,
+      new LaneWorker({
+        lane,
+        workerId,
+        redis,
+        store,
+        queues,
+        events,
+        fleet,
+        provider: options.providerFor(lane),
+        log: log.child({ lane: lane.name }),
+        now,
+        newNonce: options.newNonce ?? (() => `lanes-canary-${randomUUID()}`),
+        sleep: options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
+        filesBaseDir: options.filesBaseDir ?? process.cwd(),
+        ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
+      }),
+    );
+  }
+  let subscriber: Redis | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+
+  const beat = async () => {
+    await bestEffort(log, 'heartbeat', async () => {
+      await fleet.beat(workerId, now());
+      for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
+    });
+  };
+
+  return {
+    workerId,
+    lanes,
+    async start() {
+      await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider })));
+      await beat();
+      subscriber = redis.duplicate();
+      subscriber.on('message', (_channel: string, cardId: string) => {
+        for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested' }, 'cancel delivered');
+      });
+      await subscriber.subscribe(keys.cancelChannel());
+      for (const lw of lanes.values()) lw.start();
+      heartbeat = setInterval(() => void beat(), heartbeatIntervalMs);
+      log.info({ lanes: [...lanes.keys()], event: 'worker.started' }, 'worker started');
+    },
+    async stop() {
+      if (heartbeat) clearInterval(heartbeat);
+      await Promise.all([...lanes.values()].map((lw) => lw.stop()));
+      await bestEffort(log, 'forget worker', () => fleet.forgetWorker(workerId));
+      if (subscriber) await bestEffort(log, 'unsubscribe', () => subscriber!.quit());
+      await queues.close();
+      log.info({ event: 'worker.stopped' }, 'worker stopped');
+    },
+  };
+}

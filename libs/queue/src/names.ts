@@ -1,0 +1,25 @@
+/** BullMQ prefix: a lane's queue keys are `lanes:<lane>:*`, as boards that speak BullMQ expect. */
+export const QUEUE_PREFIX = 'lanes';
+/**
+ * Our own keys live under a different prefix so that no lane name can collide with them
+ * (a lane called "card" would otherwise share `lanes:card:*` with BullMQ).
+ */
+export const STORE_PREFIX = 'lanes-store';
+
+export const keys = {
+  card: (id: string) => `${STORE_PREFIX}:card:${id}`,
+  history: (id: string) => `${STORE_PREFIX}:card:${id}:history`,
+  blocked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`,
+  slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
+  breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
+  health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,
+  lanes: () => `${STORE_PREFIX}:lanes`,
+  workers: () => `${STORE_PREFIX}:workers`,
+  events: () => `${STORE_PREFIX}:events`,
+  cancelChannel: () => `${STORE_PREFIX}:cancel`,
+} as const;
+
+/** The queue for a lane is named after the lane (names are validated to exclude ':'). */
+export function queueName(lane: string): string {
+  return lane;
+}

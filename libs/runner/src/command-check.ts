@@ -1,0 +1,79 @@
+import { SandboxGoneError, ProviderUnavailableError, type ObservedExitCode, type Verdict } from '@lanes/contracts';
+import type { ExecOptions, ExecResult, SandboxHandle } from '@lanes/sandbox';
+import {
+  canaryCommand,
+  classify,
+  planProbe,
+  readCanary,
+  suspectOf,
+  type CommandOutcome,
+  type ProbeFinding,
+  type ProviderErrorKind,
+} from '@lanes/supervision';
+
+export interface CheckedCommand {
+  outcome: CommandOutcome;
+  result?: ExecResult;
+  verdict: Verdict;
+  observedExitCode: ObservedExitCode;
+  reason: string;
+}
+
+export interface CheckDeps {
+  newNonce: () => string;
+  canaryTimeoutMs: number;
+}
+
+/** Error classes → the supervision vocabulary, by class, never by message. */
+export function errorKind(err: unknown): ProviderErrorKind {
+  if (err instanceof SandboxGoneError) return 'sandbox-gone';
+  if (err instanceof ProviderUnavailableError) return 'provider-unavailable';
+  return 'other';
+}
+
+export async function execOutcome(
+  handle: SandboxHandle,
+  argv: readonly string[],
+  options: ExecOptions,
+): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
+  try {
+    const result = await handle.exec(argv, options);
+    return {
+      result,
+      outcome: { kind: 'exited', exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, timedOut: result.timedOut, cancelled: result.cancelled },
+    };
+  } catch (err) {
+    return { outcome: { kind: 'threw', error: errorKind(err), message: err instanceof Error ? err.message : String(err) } };
+  }
+}
+
+/**
+ * Probes a suspect sandbox once: poll(), then a nonce canary only when it says live.
+ * The finding is what classify reads, so the exit code observed here is the one recorded.
+ */
+export async function probe(handle: SandboxHandle, deps: CheckDeps): Promise<ProbeFinding> {
+  let poll;
+  try {
+    poll = await handle.poll();
+  } catch (err) {
+    return { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+  }
+  if (poll.state !== 'live') return { kind: 'polled', poll };
+  const nonce = deps.newNonce();
+  const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: deps.canaryTimeoutMs });
+  return readCanary(outcome, nonce).finding;
+}
+
+/** Runs one command and reads it the way the supervisor does (rules 1 and 2). */
+export async function checkedExec(
+  handle: SandboxHandle,
+  argv: readonly string[],
+  options: ExecOptions,
+  deps: CheckDeps,
+): Promise<CheckedCommand> {
+  const { outcome, result } = await execOutcome(handle, argv, options);
+  const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs });
+  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : { kind: 'not-probed' };
+  const c = classify(outcome, finding);
+  return { outcome, result, verdict: c.verdict, observedExitCode: c.observedExitCode, reason: c.reason };
+}

@@ -1,0 +1,111 @@
+import type { Card, LaneConfig } from '@lanes/contracts';
+import type { OutputStream, SandboxHandle } from '@lanes/sandbox';
+import { cardEnv } from './card-env.js';
+import { cardPaths, type CardPaths } from './card-paths.js';
+import { checkedExec, type CheckDeps, type CheckedCommand } from './command-check.js';
+import type { RunOutcome, Step } from './run-outcome.js';
+import { readAgentFiles } from './agent-files.js';
+
+/** The agent protocol: this exit code means "a human must look", like a blocked.json. */
+export const NEEDS_HUMAN_EXIT_CODE = 75;
+/** How much of a failing command's output goes into its history message. */
+const MESSAGE_TAIL_CHARS = 500;
+
+export interface RunInput {
+  card: Card;
+  lane: LaneConfig;
+  attempt: number;
+  signal?: AbortSignal;
+  onOutput?: (stream: OutputStream, chunk: string) => void;
+}
+
+export interface RunDeps extends CheckDeps {
+  handle: SandboxHandle;
+}
+
+/** Runs one card in one sandbox: materialize it, run setup then the agent, and interpret the outcome. */
+export async function runCard(deps: RunDeps, input: RunInput): Promise<RunOutcome> {
+  const { handle } = deps;
+  const { card, lane, attempt, signal, onOutput } = input;
+  const paths = cardPaths(handle.workdir, card.id);
+  const env = cardEnv(card, lane, paths, attempt);
+
+  const prepared = await prepare(deps, paths, card, lane);
+  if (prepared) return prepared;
+
+  const steps: Array<{ step: Step; argv: string[]; timeoutMs: number }> = [
+    ...lane.setup.map((argv, i) => ({ step: `setup[${i}]`, argv, timeoutMs: lane.setupTimeoutMs })),
+    { step: 'agent', argv: lane.agent, timeoutMs: lane.commandTimeoutMs },
+  ];
+  let last: CheckedCommand | undefined;
+  for (const { step, argv, timeoutMs } of steps) {
+    last = await checkedExec(
+      handle,
+      argv,
+      { cwd: paths.workDir, env, timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput },
+      deps,
+    );
+    const stop = interruption(last, step);
+    if (stop) return stop;
+    if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);
+  }
+  return interpretAgent(handle, paths, last!);
+}
+
+/** Writes the card file and gives the attempt clean output and work directories. */
+async function prepare(deps: RunDeps, paths: CardPaths, card: Card, lane: LaneConfig): Promise<RunOutcome | undefined> {
+  const reset = await checkedExec(
+    deps.handle,
+    ['sh', '-c', 'rm -rf "$1" "$2" && mkdir -p "$1" "$2"', 'lanes-prepare', paths.outputDir, paths.workDir],
+    { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs },
+    deps,
+  );
+  const stop = interruption(reset, 'prepare');
+  if (stop) return stop;
+  if (reset.verdict !== 'ok') return failed(reset, 'prepare');
+  try {
+    await deps.handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
+  } catch (err) {
+    // The sandbox was fine a moment ago; let the same check decide what a failed write means.
+    const check = await checkedExec(deps.handle, ['true'], { timeoutMs: lane.canaryTimeoutMs }, deps);
+    return interruption(check, 'prepare') ?? { kind: 'failed', failedReason: 'command-failed', message: `could not write the card file: ${String(err)}`, step: 'prepare' };
+  }
+  return undefined;
+}
+
+/** Verdicts that end the run whatever the step: cancel, death, outage. */
+function interruption(c: CheckedCommand, step: Step): RunOutcome | undefined {
+  if (c.outcome.kind === 'exited' && c.outcome.cancelled && !c.outcome.timedOut) return { kind: 'cancelled', step };
+  switch (c.verdict) {
+    case 'sandbox-dead':
+      return { kind: 'sandbox-dead', observedExitCode: c.observedExitCode, message: c.reason, step };
+    case 'provider-outage':
+      return { kind: 'provider-outage', message: c.reason, step };
+    case 'ok':
+    case 'command-failed':
+      return undefined;
+  }
+}
+
+function failed(c: CheckedCommand, step: Step): RunOutcome {
+  const o = c.outcome;
+  if (o.kind === 'threw') return { kind: 'failed', failedReason: 'command-failed', message: `${step}: ${o.message}`, step };
+  const tail = (o.stderr || o.stdout).slice(-MESSAGE_TAIL_CHARS).trim();
+  if (o.timedOut) return { kind: 'failed', failedReason: 'timeout', exitCode: o.exitCode, message: `${step} timed out${tail ? `: ${tail}` : ''}`, step };
+  return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: `${step} exited ${o.exitCode}${tail ? `: ${tail}` : ''}`, step };
+}
+
+async function interpretAgent(handle: SandboxHandle, paths: CardPaths, agent: CheckedCommand): Promise<RunOutcome> {
+  const o = agent.outcome;
+  if (o.kind !== 'exited' || o.timedOut) return failed(agent, 'agent');
+  const files = await readAgentFiles(handle, paths);
+  if (o.exitCode === NEEDS_HUMAN_EXIT_CODE || files.blocked) {
+    const reason = files.blocked?.reason ?? (o.stdout.trim().split('\n').pop() || 'the agent asked for a human');
+    return { kind: 'needs-human', reason, exitCode: o.exitCode, step: 'agent' };
+  }
+  if (o.exitCode !== 0) return failed(agent, 'agent');
+  if (files.resultError) {
+    return { kind: 'failed', failedReason: 'command-failed', exitCode: 0, message: files.resultError, step: 'agent' };
+  }
+  return { kind: 'done', result: files.result, step: 'agent' };
+}

@@ -1,0 +1,105 @@
+// Cancel/timeout of ONE command inside a sandbox: SIGINT → grace → SIGTERM → grace → SIGKILL,
+// aimed at the command's process group AND at members that left it (setsid, double fork).
+// The sandbox itself is never touched: that is the whole point (DESIGN.md failure 1).
+import { hasEnvEntry, isRunningState, readStat, scanProcesses } from './proc.mjs';
+
+/** How often liveness is re-checked while waiting out a grace period; bounds cancel latency overshoot. */
+export const ESCALATION_TICK_MS = 10;
+/** After SIGKILL, keep sweeping this long for members forked mid-kill before giving up. */
+export const KILL_SWEEP_LIMIT_MS = 2_000;
+
+const POLITE_SIGNALS = /** @type {const} */ (['SIGINT', 'SIGTERM']);
+
+/**
+ * @param {import('./kill-escalation.d.mts').KillTreeOptions} options
+ * @returns {Promise<import('./kill-escalation.d.mts').KillTreeOutcome>}
+ */
+export async function killTree(options) {
+  const { pgid, leaderPid, envMarker, graceMs } = options;
+  const tickMs = options.tickMs ?? ESCALATION_TICK_MS;
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  const exclude = options.exclude ?? new Set([process.pid]);
+
+  /** pid → start time, so a pid recycled during the escalation is never signalled. */
+  const members = new Map();
+
+  // Membership is re-derived at each step and accumulated: descendants must be recorded while their
+  // parent still lives, because once it dies they are re-parented and the ppid chain is gone.
+  const collect = (withEnv) => {
+    const table = scanProcesses();
+    const childrenByParent = new Map();
+    for (const p of table) {
+      if (exclude.has(p.pid) || !isRunningState(p.state)) continue;
+      if (p.pgrp === pgid) members.set(p.pid, p.startTime);
+      const siblings = childrenByParent.get(p.ppid);
+      if (siblings) siblings.push(p);
+      else childrenByParent.set(p.ppid, [p]);
+    }
+    const frontier = [leaderPid, ...members.keys()];
+    const seen = new Set(frontier);
+    while (frontier.length > 0) {
+      const parent = /** @type {number} */ (frontier.pop());
+      for (const child of childrenByParent.get(parent) ?? []) {
+        if (seen.has(child.pid)) continue;
+        seen.add(child.pid);
+        members.set(child.pid, child.startTime);
+        frontier.push(child.pid);
+      }
+    }
+    if (withEnv && envMarker) {
+      for (const p of table) {
+        if (members.has(p.pid) || exclude.has(p.pid) || !isRunningState(p.state)) continue;
+        if (hasEnvEntry(p.pid, envMarker)) members.set(p.pid, p.startTime);
+      }
+    }
+  };
+
+  const pruneDead = () => {
+    for (const [pid, startTime] of members) {
+      const stat = readStat(pid);
+      if (!stat || stat.startTime !== startTime || !isRunningState(stat.state)) members.delete(pid);
+    }
+    return members.size;
+  };
+
+  const signalAll = (signal) => {
+    trySignal(-pgid, signal);
+    for (const pid of members.keys()) trySignal(pid, signal);
+  };
+
+  for (const signal of POLITE_SIGNALS) {
+    collect(true);
+    if (pruneDead() === 0) return { lastSignal: previous(signal), survivors: [] };
+    // Escaped members get the polite signals too: they are part of the cancelled work and may
+    // want to clean up; they are SIGKILLed with the rest if they don't.
+    signalAll(signal);
+    const until = now() + graceMs;
+    while (now() < until) {
+      await sleep(tickMs);
+      collect(false);
+      if (pruneDead() === 0) return { lastSignal: signal, survivors: [] };
+    }
+  }
+
+  const until = now() + KILL_SWEEP_LIMIT_MS;
+  for (;;) {
+    collect(true);
+    if (pruneDead() === 0) return { lastSignal: 'SIGKILL', survivors: [] };
+    if (now() >= until) return { lastSignal: 'SIGKILL', survivors: [...members.keys()] };
+    signalAll('SIGKILL');
+    await sleep(tickMs);
+  }
+}
+
+function previous(signal) {
+  return signal === 'SIGINT' ? 'none' : 'SIGINT';
+}
+
+function trySignal(pid, signal) {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // ESRCH: already gone, which is what we want. EPERM cannot happen for our own children.
+  }
+}

@@ -1,0 +1,187 @@
+// The root of one local sandbox. Runs on bare `node` (no tsx, no build) and is spoken to by the host
+// over its stdio, one JSON object per line:
+//   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?} | {op:'cancel',id}
+//   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled}
+// Each command runs in its own session/process group so a cancel can kill exactly that command.
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import { killTree } from './kill-escalation.mjs';
+import { findByEnvEntry } from './proc.mjs';
+
+const SANDBOX_ID = process.env.LANES_SANDBOX_ID ?? 'unknown';
+const WORKDIR = process.env.LANES_SANDBOX_WORKDIR || process.cwd();
+const LIFETIME_MS = Number(process.env.LANES_SANDBOX_LIFETIME_MS ?? '0');
+/** Mirrors DEFAULT_KILL_GRACE_MS in @lanes/contracts; the host normally sends graceMs explicitly. */
+const DEFAULT_GRACE_MS = 500;
+/**
+ * After the leader exits, how long to wait for its stdout/stderr to reach EOF. A background child
+ * that kept the pipes open must not hold the result hostage (the shell's `cmd &` idiom).
+ */
+const STDIO_DRAIN_MS = 100;
+/** Exit code of the init when the sandbox lifetime backstop fires (GNU timeout's convention). */
+const LIFETIME_EXIT_CODE = 124;
+const EXEC_ID_ENV = 'LANES_EXEC_ID';
+const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
+
+// Once the host is gone (worker SIGKILLed) writes fail with EPIPE. The sandbox must survive that so
+// the supervisor can reap it by id, so channel errors are swallowed, never fatal.
+let hostGone = false;
+process.stdout.on('error', () => {
+  hostGone = true;
+});
+process.stderr.on('error', () => {});
+process.stdin.on('error', () => {});
+process.on('SIGPIPE', () => {});
+
+function send(message) {
+  if (!hostGone) process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+// Nothing else would keep the event loop busy after stdin EOF with no command running.
+setInterval(() => {}, 2 ** 31 - 1);
+
+/** Running commands by host-assigned id. Forgotten on exit, so a recycled pgid is never killed later. */
+const commands = new Map();
+
+let pendingInput = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  pendingInput += chunk;
+  let newline = pendingInput.indexOf('\n');
+  while (newline !== -1) {
+    const line = pendingInput.slice(0, newline);
+    pendingInput = pendingInput.slice(newline + 1);
+    if (line.length > 0) dispatch(line);
+    newline = pendingInput.indexOf('\n');
+  }
+});
+
+function dispatch(line) {
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    process.stderr.write(`lanes-init: unparseable control line ignored\n`);
+    return;
+  }
+  switch (message.op) {
+    case 'ping':
+      send({ t: 'pong', id: message.id });
+      return;
+    case 'exec':
+      startCommand(message);
+      return;
+    case 'cancel':
+      commands.get(message.id)?.stop('cancelled');
+      return;
+    default:
+      process.stderr.write(`lanes-init: unknown op ${String(message.op)}\n`);
+  }
+}
+
+function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
+  const execTag = `${SANDBOX_ID}:${id}`;
+  let child;
+  try {
+    child = spawn(argv[0], argv.slice(1), {
+      cwd: cwd || WORKDIR,
+      env: env ? { ...process.env, ...env, [EXEC_ID_ENV]: execTag } : { ...process.env, [EXEC_ID_ENV]: execTag },
+      // setsid(): own session and process group, so the group can be signalled as a unit.
+      detached: true,
+      // Never inherit stdin: it is the control channel.
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    reportSpawnFailure(id, argv, cwd, error);
+    return;
+  }
+  if (child.pid === undefined) {
+    // spawn() reports ENOENT/EACCES asynchronously through 'error'.
+    child.once('error', (error) => reportSpawnFailure(id, argv, cwd, error));
+    return;
+  }
+  const pid = child.pid;
+  /** stopReason: 'timeout' | 'cancelled' once a kill started; stopping: that kill's promise. */
+  const command = { stopReason: undefined, stopping: undefined, exited: false, stop: (_reason) => {} };
+  commands.set(id, command);
+  send({ t: 'started', id, pid });
+
+  const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')];
+  const forward = (stream, index) => {
+    stream.on('data', (chunk) => {
+      const text = decoders[index].write(chunk);
+      if (text.length > 0) send({ t: 'out', id, s: index + 1, d: text });
+    });
+  };
+  forward(child.stdout, 0);
+  forward(child.stderr, 1);
+  const stdioClosed = new Promise((resolve) => child.once('close', resolve));
+
+  command.stop = (reason) => {
+    if (command.exited || command.stopReason) return;
+    command.stopReason = reason;
+    command.stopping = killTree({
+      pgid: pid,
+      leaderPid: pid,
+      envMarker: `${EXEC_ID_ENV}=${execTag}`,
+      graceMs: graceMs ?? DEFAULT_GRACE_MS,
+    });
+  };
+  const timer = timeoutMs > 0 ? setTimeout(() => command.stop('timeout'), timeoutMs) : undefined;
+
+  child.once('exit', async (code, signal) => {
+    command.exited = true;
+    if (timer) clearTimeout(timer);
+    const exitCode = code ?? 128 + (constants.signals[signal] ?? 0);
+    let drainTimer;
+    await Promise.race([
+      stdioClosed,
+      new Promise((resolve) => {
+        drainTimer = setTimeout(resolve, STDIO_DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(drainTimer);
+    child.stdout.destroy();
+    child.stderr.destroy();
+    // A cancelled command is reported only once its whole tree is gone, so "resolved" means "safe
+    // to run the next command".
+    if (command.stopping) await command.stopping;
+    for (let index = 0; index < 2; index += 1) {
+      const rest = decoders[index].end();
+      if (rest.length > 0) send({ t: 'out', id, s: index + 1, d: rest });
+    }
+    commands.delete(id);
+    send({
+      t: 'exit',
+      id,
+      code: exitCode,
+      timedOut: command.stopReason === 'timeout',
+      cancelled: command.stopReason === 'cancelled',
+    });
+  });
+}
+
+/** Shell conventions: 127 "not found", 126 "found but could not run". */
+function reportSpawnFailure(id, argv, cwd, error) {
+  const code = error?.code === 'ENOENT' ? 127 : 126;
+  const detail = `lanes-init: cannot run ${JSON.stringify(argv[0])} in ${JSON.stringify(cwd || WORKDIR)}: ${error?.code ?? error}\n`;
+  send({ t: 'out', id, s: 2, d: detail });
+  send({ t: 'exit', id, code, timedOut: false, cancelled: false });
+}
+
+if (LIFETIME_MS > 0) {
+  // Backstop for sandboxes nobody reaps (owner and supervisor both gone). Inside a PID namespace our
+  // exit takes everything with it; in a plain process group we must sweep our own processes first.
+  setTimeout(() => {
+    const exclude = new Set([process.pid, process.ppid]);
+    for (const p of findByEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude)) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    process.exit(LIFETIME_EXIT_CODE);
+  }, LIFETIME_MS);
+}

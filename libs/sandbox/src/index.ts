@@ -1,0 +1,19 @@
+// @lanes/sandbox public surface. One export line per concept so parallel additions do not conflict.
+export type { OutputStream, ExecOptions, ExecResult, SandboxHandle, CreateOptions, SandboxRef, SandboxProvider } from './provider.js';
+export { ExecQueue, type RawExec, type ExecQueueDeps } from './exec-queue.js';
+export { CANCELLED_EXIT_CODE, cancelledBeforeStart, exitCodeOf, signalExitCode } from './exec-result.js';
+export { withDeadline, pollUntil, DeadlineExceeded } from './deadline.js';
+export { bestEffort, type CleanupErrorSink } from './best-effort.js';
+export { LocalSandboxProvider, createLocalProvider, newLocalSandboxId, DEFAULT_LOCAL_BASE_DIR, LOCAL_INIT_PATH, type LocalProviderOptions, type LocalProviderDeps } from './local-provider.js';
+export { LocalSandbox, type LocalSandboxState } from './local-sandbox.js';
+export { detectIsolation, type IsolationMode } from './isolation.js';
+export { sandboxMembers, SANDBOX_ID_ENV, EXEC_ID_ENV } from './sandbox-reaper.js';
+export { syncFiles, unpackArgv, DEFAULT_SYNC_MAX_ARG_BYTES, DEFAULT_SYNC_MAX_FILES_PER_BATCH, DEFAULT_SYNC_MAX_BATCH_BYTES, type SyncTarget, type SyncFilesOptions, type SyncProgress, type SyncSummary } from './file-sync.js';
+export { buildTar, type TarEntry } from './tar-writer.js';
+export { toLanesError as toModalLanesError, isGone as isModalSandboxGone, MODAL_PROVIDER_NAME, type ModalErrorScope } from './modal-errors.js';
+export { createModalClient, type ModalClientLike, type ModalClientFactoryOptions, type ModalSandboxLike, type ModalProcessLike, type ModalExecParamsLike, type ModalSandboxCreateParamsLike, type ModalAppLike, type ModalImageLike, type ModalSecretLike, type ModalVolumeLike, type ModalFilesystemLike, type ModalReadStreamLike } from './modal-client.js';
+export { ModalProvider, createModalProvider, DEFAULT_MODAL_APP_NAME, DEFAULT_MODAL_WORKDIR, DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS, DEFAULT_MODAL_BACKSTOP_MARGIN_MS, DEFAULT_MODAL_OUTPUT_DRAIN_MS, DEFAULT_MODAL_MAX_OUTPUT_CHARS, type ModalProviderOptions, type CreateModalProviderOptions } from './modal-provider.js';
+export { ModalSandboxHandle } from './modal-sandbox-handle.js';
+export { FaultyProvider, createFaultyProvider, FAULTY_KILLED_EXIT_CODE, type FaultStats } from './faulty-provider.js';
+export { ModalDouble, createModalDouble, type ModalDoubleOptions, type InjectedFailure, type DoubleSandboxInfo, type DoubleOp } from './testing/modal-double.js';
+export { createProviderRegistry, agentBaseEnv, type ProviderRegistry, type ProviderRegistryOptions } from './provider-registry.js';

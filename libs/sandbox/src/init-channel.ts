@@ -1,0 +1,96 @@
+import type { Readable, Writable } from 'node:stream';
+
+/** Messages the sandbox init sends (see runtime/local-init.mjs for the protocol). */
+export type InitEvent =
+  | { t: 'pong'; id: number }
+  | { t: 'started'; id: number; pid: number }
+  | { t: 'out'; id: number; s: 1 | 2; d: string }
+  | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean };
+
+export type InitRequest =
+  | { op: 'ping' }
+  | {
+      op: 'exec';
+      argv: readonly string[];
+      cwd?: string;
+      env?: Record<string, string>;
+      timeoutMs?: number;
+      graceMs: number;
+    };
+
+/**
+ * The host end of one init's JSON-lines control channel. It stays open for the sandbox's life, so an
+ * exec costs one line each way and no process or file set-up (this is what keeps exec overhead low).
+ * Requests get increasing ids; events are routed to the listener registered for their id.
+ */
+export class InitChannel {
+  private nextId = 1;
+  private readonly listeners = new Map<number, (event: InitEvent) => void>();
+  private pendingOutput = '';
+  private open = true;
+
+  constructor(
+    private readonly input: Writable,
+    output: Readable,
+  ) {
+    output.setEncoding('utf8');
+    output.on('data', (chunk: string) => this.onData(chunk));
+    // The init dying is observed through the root's exit; a broken pipe adds nothing.
+    input.on('error', () => {
+      this.open = false;
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /** Sends a request; `onEvent` receives every event for it until `forget(id)`. */
+  request(request: InitRequest, onEvent: (event: InitEvent) => void): number {
+    const id = this.nextId;
+    this.nextId += 1;
+    this.listeners.set(id, onEvent);
+    this.write({ ...request, id });
+    return id;
+  }
+
+  cancel(id: number): void {
+    this.write({ op: 'cancel', id });
+  }
+
+  forget(id: number): void {
+    this.listeners.delete(id);
+  }
+
+  /** Stops talking to the init without killing it (the sandbox survives for reaping by id). */
+  close(): void {
+    this.open = false;
+    this.listeners.clear();
+    this.input.destroy();
+  }
+
+  private write(message: object): void {
+    if (this.open) this.input.write(`${JSON.stringify(message)}\n`);
+  }
+
+  private onData(chunk: string): void {
+    this.pendingOutput += chunk;
+    let newline = this.pendingOutput.indexOf('\n');
+    while (newline !== -1) {
+      const line = this.pendingOutput.slice(0, newline);
+      this.pendingOutput = this.pendingOutput.slice(newline + 1);
+      if (line.length > 0) this.dispatch(line);
+      newline = this.pendingOutput.indexOf('\n');
+    }
+  }
+
+  private dispatch(line: string): void {
+    let event: InitEvent;
+    try {
+      event = JSON.parse(line) as InitEvent;
+    } catch {
+      return; // not ours: the protocol only ever writes whole JSON lines
+    }
+    this.listeners.get(event.id)?.(event);
+  }
+}

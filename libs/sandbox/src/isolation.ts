@@ -1,0 +1,53 @@
+import { spawnSync } from 'node:child_process';
+
+/**
+ * How a local sandbox is fenced:
+ * - `pid-namespace`: `unshare --pid --fork --kill-child --mount-proc`. The sandbox has its own pid 1;
+ *   when the root dies the kernel kills everything inside, exactly like a container.
+ * - `process-group`: a detached process group (no namespace support, e.g. unprivileged). Commands
+ *   run in their own groups, so the host must sweep them when the root dies.
+ */
+export type IsolationMode = 'pid-namespace' | 'process-group';
+
+/** Probing `unshare` takes a few ms; a hung probe must not hang provider construction. */
+const UNSHARE_PROBE_TIMEOUT_MS = 5_000;
+
+const UNSHARE_ARGS = ['--pid', '--fork', '--kill-child', '--mount-proc'] as const;
+
+let detected: IsolationMode | undefined;
+
+/** Whether this machine lets us create a PID namespace; probed once per process. */
+export function detectIsolation(): IsolationMode {
+  if (detected === undefined) {
+    const probe = spawnSync('unshare', [...UNSHARE_ARGS, '--', 'true'], {
+      stdio: 'ignore',
+      timeout: UNSHARE_PROBE_TIMEOUT_MS,
+    });
+    detected = probe.status === 0 ? 'pid-namespace' : 'process-group';
+  }
+  return detected;
+}
+
+export interface RootCommand {
+  command: string;
+  args: string[];
+}
+
+/**
+ * The argv that starts a sandbox root running `init` (an argv, normally `[node, local-init.mjs]`).
+ *
+ * In a namespace, pid 1 is a `/bin/sh` that starts the init and `wait`s: node cannot reap children
+ * it did not spawn, while sh's wait reaps every orphan re-parented to pid 1, so zombies do not pile
+ * up over a long-lived sandbox. sh exits with the init's status, so the init dying ends the sandbox.
+ */
+export function rootCommand(mode: IsolationMode, init: readonly string[]): RootCommand {
+  if (mode === 'process-group') {
+    const [command, ...args] = init;
+    if (command === undefined) throw new RangeError('init command must not be empty');
+    return { command, args };
+  }
+  // A background job's stdin is /dev/null in a non-interactive sh, so the control channel (stdin)
+  // is handed over through fd 3 explicitly.
+  const script = 'exec 3<&0; "$@" <&3 3<&- & exec 3<&-; wait $!';
+  return { command: 'unshare', args: [...UNSHARE_ARGS, '--', '/bin/sh', '-c', script, 'lanes-sandbox', ...init] };
+}

@@ -1,0 +1,285 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SandboxSpec, SandboxTags } from '@lanes/contracts';
+import {
+  ConnectTimeoutError,
+  IllegalStateError,
+  ProviderInvalidError,
+  ProviderUnavailableError,
+  defaults,
+} from '@lanes/contracts';
+import { bestEffort, type CleanupErrorSink } from './best-effort.js';
+import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { exitCodeOf } from './exec-result.js';
+import { InitChannel } from './init-channel.js';
+import { detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
+import { LocalSandbox } from './local-sandbox.js';
+import { childrenOf, isAlive, readStat } from './proc.js';
+import type { CreateOptions, SandboxProvider, SandboxRef } from './provider.js';
+import { SANDBOX_ID_ENV, reapSandbox } from './sandbox-reaper.js';
+import {
+  isValidSandboxId,
+  listRecords,
+  readRecord,
+  sandboxDir,
+  writeRecord,
+  type SandboxRecord,
+} from './sandbox-registry.js';
+
+/** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
+export const LOCAL_INIT_PATH = fileURLToPath(new URL('../runtime/local-init.mjs', import.meta.url));
+/** Default parent of every sandbox directory. */
+export const DEFAULT_LOCAL_BASE_DIR = join(tmpdir(), 'lanes-sandboxes');
+/** Enough init stderr to explain a crash without holding on to a chatty one. */
+const STDERR_TAIL_CHARS = 4_096;
+/** Keeps ExecResult bounded for chatty commands; 16 Mi chars is far more than any verdict needs. */
+export const DEFAULT_MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
+/** Node's setTimeout overflows above 2^31-1 ms; the init's lifetime timer is one. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface LocalProviderDeps {
+  /** Milliseconds clock for exec durations. */
+  now: () => number;
+  /** Sandbox ids; must match [A-Za-z0-9][A-Za-z0-9._-]* (they become directory names). */
+  newId: () => string;
+  /** Where failures of best-effort cleanup go (e.g. a logger); default: dropped. */
+  onCleanupError?: CleanupErrorSink;
+}
+
+export interface LocalProviderOptions {
+  /** Parent of `<id>/sandbox.json` and `<id>/work/`. Default `os.tmpdir()/lanes-sandboxes`. Share it with the supervisor so it can reap by id. */
+  baseDir?: string;
+  /** `auto` (default) uses a PID namespace when `unshare` works on this machine, else a process group. */
+  isolation?: 'auto' | IsolationMode;
+  /** Grace between SIGINT, SIGTERM and SIGKILL when an exec does not set one. Default DEFAULT_KILL_GRACE_MS. */
+  killGraceMs?: number;
+  /** Per stream, how much of the output's tail ExecResult keeps (`onOutput` sees all). Default DEFAULT_MAX_OUTPUT_CHARS. */
+  maxOutputChars?: number;
+  /** Environment sandboxes start from. Default: this process's, without NODE_OPTIONS (a worker's loaders are not the agent's). */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** argv of the init the root runs. Default `[process.execPath, LOCAL_INIT_PATH]`; tests swap in one that never answers. */
+  initCommand?: readonly string[];
+  deps?: Partial<LocalProviderDeps>;
+}
+
+/**
+ * Sandboxes as real process trees on this machine. Each one is a detached root (`unshare` into a
+ * fresh PID namespace where allowed) running `runtime/local-init.mjs`, which executes commands on
+ * request. Its `pid` is the host pid whose SIGKILL ends everything in the sandbox.
+ *
+ * Sandboxes deliberately outlive the process that created them (no PDEATHSIG, detached): when a
+ * worker is SIGKILLed, the supervisor lists them from `baseDir` and terminates them by id.
+ * Local sandboxes share the host filesystem and are not a security boundary.
+ */
+export class LocalSandboxProvider implements SandboxProvider {
+  readonly name = 'local';
+  readonly baseDir: string;
+  private readonly killGraceMs: number;
+  private readonly maxOutputChars: number;
+  private readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  private readonly initCommand: readonly string[];
+  private readonly deps: LocalProviderDeps;
+  private readonly requestedIsolation: 'auto' | IsolationMode;
+  private readonly handles = new Map<string, LocalSandbox>();
+  private closed = false;
+
+  constructor(options: LocalProviderOptions = {}) {
+    this.baseDir = options.baseDir ?? DEFAULT_LOCAL_BASE_DIR;
+    this.killGraceMs = options.killGraceMs ?? defaults.DEFAULT_KILL_GRACE_MS;
+    if (!(this.killGraceMs > 0 && this.killGraceMs <= MAX_TIMER_MS)) {
+      throw new ProviderInvalidError('local', `killGraceMs must be positive, got ${this.killGraceMs}`);
+    }
+    this.maxOutputChars = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    if (!(this.maxOutputChars > 0)) throw new ProviderInvalidError('local', `maxOutputChars must be positive, got ${this.maxOutputChars}`);
+    const { NODE_OPTIONS: _dropped, ...inherited } = process.env;
+    this.baseEnv = options.baseEnv ?? inherited;
+    this.initCommand = options.initCommand ?? [process.execPath, LOCAL_INIT_PATH];
+    this.requestedIsolation = options.isolation ?? 'auto';
+    this.deps = {
+      now: options.deps?.now ?? Date.now,
+      newId: options.deps?.newId ?? newLocalSandboxId,
+      onCleanupError: options.deps?.onCleanupError,
+    };
+  }
+
+  /** The fencing new sandboxes get (probes `unshare` once per process when `auto`). */
+  get isolation(): IsolationMode {
+    return this.requestedIsolation === 'auto' ? detectIsolation() : this.requestedIsolation;
+  }
+
+  async create(spec: SandboxSpec, options: CreateOptions = {}): Promise<LocalSandbox> {
+    if (this.closed) throw new IllegalStateError('local provider is closed');
+    const connectTimeoutMs = options.connectTimeoutMs ?? defaults.DEFAULT_CONNECT_TIMEOUT_MS;
+    if (spec.timeoutMs !== undefined && spec.timeoutMs > MAX_TIMER_MS) {
+      throw new ProviderInvalidError('local', `spec.timeoutMs must be at most ${MAX_TIMER_MS} ms`);
+    }
+    const id = this.deps.newId();
+    if (!isValidSandboxId(id)) throw new ProviderInvalidError('local', `invalid sandbox id ${JSON.stringify(id)}`);
+    const dir = sandboxDir(this.baseDir, id);
+    const workdir = join(dir, 'work');
+    await mkdir(workdir, { recursive: true });
+    const isolation = this.isolation;
+
+    const { command, args } = rootCommand(isolation, this.initCommand);
+    const root = spawn(command, args, {
+      cwd: workdir,
+      env: this.sandboxEnv(spec, id, workdir),
+      // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const rootExited = new Promise<number>((resolve) => {
+      root.once('exit', (code, signal) => resolve(exitCodeOf(code, signal)));
+    });
+    const stderrTail = collectTail(root);
+    const record: SandboxRecord = {
+      version: 1,
+      id,
+      tags: { ...spec.tags },
+      image: spec.image,
+      isolation,
+      rootPid: root.pid ?? -1,
+      rootStartTime: root.pid === undefined ? -1 : (readStat(root.pid)?.startTime ?? -1),
+      workdir,
+      createdAt: new Date(this.deps.now()).toISOString(),
+    };
+    const channel = new InitChannel(root.stdin!, root.stdout!);
+    try {
+      // Written before the first ping: a worker killed while connecting still leaves a reapable record.
+      if (root.pid !== undefined) await writeRecord(this.baseDir, record);
+      await withDeadline(firstPong(root, channel, stderrTail), connectTimeoutMs, options.signal);
+      if (isolation === 'pid-namespace') await this.recordNamespaceInit(record);
+    } catch (error) {
+      channel.close();
+      await bestEffort('reap failed sandbox', () => reapSandbox(record), this.deps.onCleanupError);
+      await bestEffort('remove failed sandbox dir', () => rm(dir, { recursive: true, force: true }), this.deps.onCleanupError);
+      if (error instanceof DeadlineExceeded) throw new ConnectTimeoutError(this.name, connectTimeoutMs, id);
+      throw error;
+    }
+
+    const handle = new LocalSandbox({
+      record,
+      dir,
+      channel,
+      rootExited,
+      detachRoot: () => {
+        root.stdout?.destroy();
+        root.stderr?.destroy();
+        root.unref();
+      },
+      stderrTail,
+      killGraceMs: this.killGraceMs,
+      maxOutputChars: this.maxOutputChars,
+      now: this.deps.now,
+      onCleanupError: this.deps.onCleanupError,
+      onTerminated: (gone) => this.handles.delete(gone),
+    });
+    this.handles.set(id, handle);
+    return handle;
+  }
+
+  /** Live sandboxes under `baseDir` whose tags match every given tag — including ones other processes created. */
+  async list(tags: Partial<SandboxTags> = {}): Promise<SandboxRef[]> {
+    const records = await listRecords(this.baseDir);
+    return records
+      .filter((r) => isAlive(r.rootPid, r.rootStartTime) && tagsMatch(r.tags, tags))
+      .map((r) => ({ id: r.id, tags: { ...r.tags }, pid: r.rootPid }));
+  }
+
+  /** Kills the sandbox's processes and removes its directory. Unknown or already-gone ids succeed. */
+  async terminateById(id: string): Promise<void> {
+    const own = this.handles.get(id);
+    if (own) return own.terminate();
+    if (!isValidSandboxId(id)) return; // cannot name anything under baseDir, so nothing to end
+    // No record (creator died between spawn and writing it) still finds processes by env marker.
+    const target = (await readRecord(this.baseDir, id)) ?? { id };
+    const survivors = await reapSandbox(target);
+    if (survivors.length > 0) {
+      throw new ProviderUnavailableError(this.name, `sandbox ${id}: processes survived SIGKILL: ${survivors.join(' ')}`);
+    }
+    await rm(sandboxDir(this.baseDir, id), { recursive: true, force: true });
+  }
+
+  /** Stops talking to this process's sandboxes without ending them (they stay reapable by id). */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const handle of this.handles.values()) handle.detach();
+    this.handles.clear();
+  }
+
+  private sandboxEnv(spec: SandboxSpec, id: string, workdir: string): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = {
+      ...this.baseEnv,
+      ...spec.env,
+      [SANDBOX_ID_ENV]: id,
+      LANES_SANDBOX_WORKDIR: workdir,
+    };
+    if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
+    return env;
+  }
+
+  /** The namespace's pid 1 (unshare's only child): the sandbox is fully gone once it is. */
+  private async recordNamespaceInit(record: SandboxRecord): Promise<void> {
+    const [nsInitPid] = childrenOf(record.rootPid);
+    const stat = nsInitPid === undefined ? undefined : readStat(nsInitPid);
+    if (!stat) return;
+    record.nsInitPid = stat.pid;
+    record.nsInitStartTime = stat.startTime;
+    await writeRecord(this.baseDir, record);
+  }
+}
+
+/** Convenience factory: `createLocalProvider({ baseDir })`. */
+export function createLocalProvider(options: LocalProviderOptions = {}): LocalSandboxProvider {
+  return new LocalSandboxProvider(options);
+}
+
+/** Time-prefixed so a directory listing sorts by creation; random part avoids collisions across workers. */
+export function newLocalSandboxId(): string {
+  return `lsb-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+function tagsMatch(have: Partial<SandboxTags>, want: Partial<SandboxTags>): boolean {
+  return Object.entries(want).every(([key, value]) => value === undefined || have[key as keyof SandboxTags] === value);
+}
+
+/** Resolves on the init's first pong; rejects if the root cannot start or dies first. */
+function firstPong(root: ChildProcess, channel: InitChannel, stderrTail: () => string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = (): void => {
+      root.off('exit', onExit);
+      root.off('error', onError);
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      cleanup();
+      const tail = stderrTail().trim();
+      reject(new ProviderUnavailableError('local', `sandbox root exited with ${exitCodeOf(code, signal)} before answering${tail ? `: ${tail}` : ''}`));
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(new ProviderUnavailableError('local', `cannot start sandbox root: ${error.message}`, { cause: error }));
+    };
+    root.once('exit', onExit);
+    root.once('error', onError);
+    if (root.pid === undefined) return; // spawn failed; 'error' follows
+    const id = channel.request({ op: 'ping' }, (event) => {
+      if (event.t !== 'pong') return;
+      channel.forget(id);
+      cleanup();
+      resolve();
+    });
+  });
+}
+
+function collectTail(root: ChildProcess): () => string {
+  let tail = '';
+  root.stderr?.setEncoding('utf8');
+  root.stderr?.on('data', (chunk: string) => {
+    tail = (tail + chunk).slice(-STDERR_TAIL_CHARS);
+  });
+  return () => tail;
+}

@@ -1,0 +1,282 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { PollResult } from '@lanes/contracts';
+import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
+import { KILL_SWEEP_LIMIT_MS } from '../runtime/kill-escalation.mjs';
+import { bestEffort, type CleanupErrorSink } from './best-effort.js';
+import { CappedText } from './capped-text.js';
+import { withDeadline } from './deadline.js';
+import { ExecQueue } from './exec-queue.js';
+import { cancelledBeforeStart } from './exec-result.js';
+import type { InitChannel } from './init-channel.js';
+import { isAlive } from './proc.js';
+import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from './provider.js';
+import { reapSandbox } from './sandbox-reaper.js';
+import type { SandboxRecord } from './sandbox-registry.js';
+
+/**
+ * live → exited (the root died on its own) | terminated (terminate() was called) | detached
+ * (the provider was closed: the sandbox still runs, this process just stopped talking to it).
+ */
+export type LocalSandboxState = 'live' | 'exited' | 'terminated' | 'detached';
+
+/** The root's exit event follows its death by a moment; poll() waits this long for it. */
+const ROOT_EXIT_SETTLE_MS = 1_000;
+/** Node's setTimeout overflows above 2^31-1 ms (and would fire at once), inside the init too. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Once a command is being killed, a healthy init reports its end within 2 graces + its SIGKILL sweep
+ * limit + a 100 ms stdio drain. Past that plus this slack the init is wedged, and exec fails rather
+ * than hang, so the supervisor's probe (poll, then canary) gets to decide.
+ */
+const INIT_REPORT_SLACK_MS = 5_000;
+
+export interface LocalSandboxParams {
+  record: SandboxRecord;
+  /** `<baseDir>/<id>`: removed on terminate. */
+  dir: string;
+  channel: InitChannel;
+  /** Resolves with the root's exit code (128+signal when signalled) when it dies. */
+  rootExited: Promise<number>;
+  /** Stops this process's ties to the root (pipes, ref) without killing it. */
+  detachRoot: () => void;
+  /** Recent init stderr, for the error that reports a dead sandbox. */
+  stderrTail: () => string;
+  killGraceMs: number;
+  /** Per stream, the tail of the output kept in ExecResult; `onOutput` still sees everything. */
+  maxOutputChars: number;
+  now: () => number;
+  onCleanupError?: CleanupErrorSink;
+  /** Called once the sandbox is terminated, so the provider drops it. */
+  onTerminated: (id: string) => void;
+}
+
+/** One local sandbox: a handle on a root process that runs every command through its init. */
+export class LocalSandbox implements SandboxHandle {
+  readonly provider = 'local';
+  readonly id: string;
+  readonly pid: number;
+  readonly workdir: string;
+  private stateValue: LocalSandboxState = 'live';
+  private rootExitCode: number | undefined;
+  /** Reject functions of commands the init is running now, by request id. */
+  private readonly inflight = new Map<number, (error: Error) => void>();
+  /** Process groups of running commands; swept by the host if the root dies in process-group mode. */
+  private readonly commandGroups = new Set<number>();
+  private readonly queue: ExecQueue;
+  private terminating: Promise<void> | undefined;
+
+  constructor(private readonly params: LocalSandboxParams) {
+    this.id = params.record.id;
+    this.pid = params.record.rootPid;
+    this.workdir = params.record.workdir;
+    this.queue = new ExecQueue((argv, options) => this.execNow(argv, options), { now: params.now });
+    void params.rootExited.then((code) => this.onRootExit(code));
+  }
+
+  get state(): LocalSandboxState {
+    return this.stateValue;
+  }
+
+  exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return this.queue.exec(argv, options);
+  }
+
+  async poll(): Promise<PollResult> {
+    switch (this.stateValue) {
+      case 'terminated':
+        return { state: 'missing' };
+      case 'exited':
+        return { state: 'exited', exitCode: this.rootExitCode ?? -1 };
+      case 'detached':
+        return this.rootAlive() ? { state: 'live' } : { state: 'missing' };
+      case 'live': {
+        if (this.rootAlive()) return { state: 'live' };
+        // Dead (or a zombie) in /proc but Node has not delivered the exit yet: it is imminent.
+        const code = await withDeadline(this.params.rootExited, ROOT_EXIT_SETTLE_MS).catch(() => undefined);
+        return code === undefined ? { state: 'missing' } : { state: 'exited', exitCode: code };
+      }
+    }
+  }
+
+  async writeFile(path: string, data: string | Uint8Array): Promise<void> {
+    this.assertUsable();
+    const target = this.resolvePath(path);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, data);
+  }
+
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    this.assertUsable();
+    try {
+      const buffer = await readFile(this.resolvePath(path));
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+      throw error;
+    }
+  }
+
+  terminate(): Promise<void> {
+    this.terminating ??= this.doTerminate();
+    return this.terminating;
+  }
+
+  /** Provider closed: stop talking to the sandbox but leave it running (it can be reaped by id). */
+  detach(): void {
+    if (this.stateValue !== 'live') return;
+    this.stateValue = 'detached';
+    this.failAll(new IllegalStateError(`sandbox ${this.id}: provider closed`));
+    this.params.channel.close();
+    this.params.detachRoot();
+  }
+
+  private async doTerminate(): Promise<void> {
+    const wasDetached = this.stateValue === 'detached';
+    this.stateValue = 'terminated';
+    this.failAll(new SandboxGoneError(this.id, 'terminated'));
+    const survivors = await reapSandbox(this.params.record, this.commandGroups);
+    if (!wasDetached) {
+      // Our own child: wait for Node to reap it so no zombie of ours outlives terminate().
+      await bestEffort('await root exit', () => withDeadline(this.params.rootExited, ROOT_EXIT_SETTLE_MS), this.params.onCleanupError);
+    }
+    this.params.channel.close();
+    await bestEffort('remove sandbox dir', () => rm(this.params.dir, { recursive: true, force: true }), this.params.onCleanupError);
+    this.params.onTerminated(this.id);
+    if (survivors.length > 0) this.params.onCleanupError?.('terminate', new Error(`processes survived SIGKILL: ${survivors.join(' ')}`));
+  }
+
+  private onRootExit(code: number): void {
+    this.rootExitCode = code;
+    if (this.stateValue !== 'live') return;
+    this.stateValue = 'exited';
+    const tail = this.params.stderrTail().trim();
+    this.failAll(new SandboxGoneError(this.id, `root exited with ${code}${tail ? `; init stderr: ${tail}` : ''}`));
+    // In a namespace the kernel has already killed everything; in a process group the commands
+    // live on in their own groups, so sweep them. Done in both modes: it is the guarantee that a
+    // dead sandbox leaves nothing running.
+    void bestEffort('sweep dead sandbox', () => reapSandbox(this.params.record, this.commandGroups), this.params.onCleanupError);
+  }
+
+  private failAll(error: Error): void {
+    for (const fail of [...this.inflight.values()]) fail(error);
+    this.queue.rejectQueued(error);
+  }
+
+  private assertUsable(): void {
+    switch (this.stateValue) {
+      case 'live':
+        return;
+      case 'exited':
+        throw new SandboxGoneError(this.id, `root exited with ${this.rootExitCode ?? 'unknown'}`);
+      case 'terminated':
+        throw new SandboxGoneError(this.id, 'terminated');
+      case 'detached':
+        throw new IllegalStateError(`sandbox ${this.id}: provider closed`);
+    }
+  }
+
+  private rootAlive(): boolean {
+    return isAlive(this.params.record.rootPid, this.params.record.rootStartTime);
+  }
+
+  private resolvePath(path: string): string {
+    return resolve(this.workdir, path);
+  }
+
+  /** Runs one command now; only the queue calls this, so there is never more than one. */
+  private execNow(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+    this.assertUsable();
+    validateExec(argv, options);
+    const { signal } = options;
+    if (signal?.aborted) return Promise.resolve(cancelledBeforeStart(0));
+    const { channel, now } = this.params;
+    const startedAtMs = now();
+    return new Promise<ExecResult>((resolvePromise, rejectPromise) => {
+      const stdout = new CappedText(this.params.maxOutputChars);
+      const stderr = new CappedText(this.params.maxOutputChars);
+      const graceMs = options.killGraceMs ?? this.params.killGraceMs;
+      let pgid: number | undefined;
+      let backstop: NodeJS.Timeout | undefined;
+      // Armed when a kill starts (abort or deadline): a healthy init always answers before it fires.
+      const armBackstop = (): void => {
+        if (backstop) return;
+        const limitMs = 2 * graceMs + KILL_SWEEP_LIMIT_MS + INIT_REPORT_SLACK_MS;
+        backstop = setTimeout(() => {
+          fail(new ProviderUnavailableError('local', `sandbox ${this.id}: init did not report the end of a killed command within ${limitMs} ms`));
+        }, limitMs);
+      };
+      const onAbort = (): void => {
+        channel.cancel(id);
+        armBackstop();
+      };
+      const deadline = options.timeoutMs === undefined ? undefined : setTimeout(armBackstop, options.timeoutMs);
+      const settle = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        clearTimeout(backstop);
+        clearTimeout(deadline);
+        channel.forget(id);
+        this.inflight.delete(id);
+        if (pgid !== undefined) this.commandGroups.delete(pgid);
+      };
+      const fail = (error: Error): void => {
+        settle();
+        rejectPromise(error);
+      };
+      const id = channel.request(
+        { op: 'exec', argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, graceMs },
+        (event) => {
+          switch (event.t) {
+            case 'started':
+              pgid = event.pid;
+              this.commandGroups.add(event.pid);
+              return;
+            case 'out': {
+              const stream: OutputStream = event.s === 1 ? 'stdout' : 'stderr';
+              (stream === 'stdout' ? stdout : stderr).append(event.d);
+              deliverOutput(options, stream, event.d);
+              return;
+            }
+            case 'exit':
+              settle();
+              resolvePromise({
+                exitCode: event.code,
+                stdout: stdout.toString(),
+                stderr: stderr.toString(),
+                timedOut: event.timedOut,
+                cancelled: event.cancelled,
+                durationMs: now() - startedAtMs,
+              });
+              return;
+            case 'pong':
+              return;
+          }
+        },
+      );
+      this.inflight.set(id, fail);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+function validateExec(argv: readonly string[], options: ExecOptions): void {
+  if (argv.length === 0) throw new ProviderInvalidError('local', 'argv must not be empty');
+  for (const [name, value] of [
+    ['timeoutMs', options.timeoutMs],
+    ['killGraceMs', options.killGraceMs],
+  ] as const) {
+    if (value !== undefined && !(Number.isFinite(value) && value > 0 && value <= MAX_TIMER_MS)) {
+      throw new ProviderInvalidError('local', `${name} must be a positive number of ms up to ${MAX_TIMER_MS}, got ${value}`);
+    }
+  }
+}
+
+/** A throwing log sink must not lose the command's result, so its errors stop here. */
+function deliverOutput(options: ExecOptions, stream: OutputStream, chunk: string): void {
+  try {
+    options.onOutput?.(stream, chunk);
+  } catch {
+    // intentionally ignored: see above
+  }
+}

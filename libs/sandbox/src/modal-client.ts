@@ -1,0 +1,127 @@
+import { ModalClient } from 'modal';
+
+/**
+ * The narrow slice of the Modal JS SDK (modal@0.11.x) that the lanes provider uses. The real
+ * `ModalClient` satisfies it structurally (checked at compile time in `createModalClient`), and the
+ * SDK double in `testing/modal-double.ts` implements exactly this, so a test cannot lean on a method
+ * the provider never calls. Methods use method syntax on purpose: parameter bivariance lets the
+ * SDK's nominal classes (App, Image, Secret with #private fields) stand behind these shapes.
+ */
+
+export interface ModalAppLike {
+  readonly appId: string;
+  readonly name?: string;
+}
+
+export interface ModalImageLike {
+  readonly imageId: string;
+  /** Adds a layer of Dockerfile commands (RUN …); returns a new, unbuilt image. */
+  dockerfileCommands(commands: string[]): ModalImageLike;
+  /** Builds the image in the app. A failed build rejects with a plain Error. */
+  build(app: ModalAppLike): Promise<ModalImageLike>;
+}
+
+export interface ModalSecretLike {
+  readonly name?: string;
+}
+
+export interface ModalVolumeLike {
+  readonly volumeId: string;
+  readonly name?: string;
+}
+
+/** A Web ReadableStream with the SDK's convenience readers. */
+export interface ModalReadStreamLike<R> extends ReadableStream<R> {
+  readText(): Promise<string>;
+}
+
+export interface ModalProcessLike {
+  readonly stdout: ModalReadStreamLike<string>;
+  readonly stderr: ModalReadStreamLike<string>;
+  /** Resolves with the exit code (128+signal when signalled). */
+  wait(): Promise<number>;
+}
+
+export interface ModalExecParamsLike {
+  workdir?: string;
+  /** Server-side backstop: the process is killed after this long. */
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  mode?: 'text';
+}
+
+export interface ModalFilesystemLike {
+  /** Creates parent directories; overwrites. */
+  writeBytes(data: Uint8Array, remotePath: string): Promise<void>;
+  /** Rejects with SandboxFilesystemNotFoundError when the path does not exist. */
+  readBytes(remotePath: string): Promise<Uint8Array>;
+}
+
+export interface ModalSandboxLike {
+  readonly sandboxId: string;
+  readonly filesystem: ModalFilesystemLike;
+  exec(command: string[], params?: ModalExecParamsLike): Promise<ModalProcessLike>;
+  /** null while running, else the exit code (137 once terminated). */
+  poll(): Promise<number | null>;
+  terminate(): Promise<void>;
+  setTags(tags: Record<string, string>): Promise<void>;
+  getTags(): Promise<Record<string, string>>;
+  /** Drops local resources; most later calls on this object throw ClientClosedError. */
+  detach(): void;
+}
+
+export interface ModalSandboxCreateParamsLike {
+  timeoutMs?: number;
+  workdir?: string;
+  env?: Record<string, string>;
+  secrets?: ModalSecretLike[];
+  volumes?: Record<string, ModalVolumeLike>;
+  tags?: Record<string, string>;
+}
+
+export interface ModalClientLike {
+  readonly apps: {
+    fromName(name: string, params?: { createIfMissing?: boolean; environment?: string }): Promise<ModalAppLike>;
+  };
+  readonly images: {
+    fromRegistry(tag: string): ModalImageLike;
+    fromId(imageId: string): Promise<ModalImageLike>;
+  };
+  readonly secrets: {
+    fromName(name: string, params?: { environment?: string }): Promise<ModalSecretLike>;
+  };
+  readonly volumes: {
+    fromName(name: string, params?: { createIfMissing?: boolean; environment?: string }): Promise<ModalVolumeLike>;
+  };
+  readonly sandboxes: {
+    create(app: ModalAppLike, image: ModalImageLike, params?: ModalSandboxCreateParamsLike): Promise<ModalSandboxLike>;
+    /** No network call: returns a handle for any id. */
+    fromId(sandboxId: string): Promise<ModalSandboxLike>;
+    /** Running sandboxes that carry at least the given tags. */
+    list(params?: { appId?: string; tags?: Record<string, string> }): AsyncIterable<ModalSandboxLike>;
+  };
+  close(): void;
+}
+
+export interface ModalClientFactoryOptions {
+  /** Defaults to MODAL_TOKEN_ID; when both token fields are unset the SDK falls back to ~/.modal.toml. */
+  tokenId?: string;
+  /** Defaults to MODAL_TOKEN_SECRET. */
+  tokenSecret?: string;
+  /** Modal environment; defaults to the profile's. */
+  environment?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Builds the real SDK client from MODAL_TOKEN_ID / MODAL_TOKEN_SECRET (or explicit values). */
+export function createModalClient(options: ModalClientFactoryOptions = {}): ModalClientLike {
+  const env = options.env ?? process.env;
+  const tokenId = options.tokenId ?? env['MODAL_TOKEN_ID'];
+  const tokenSecret = options.tokenSecret ?? env['MODAL_TOKEN_SECRET'];
+  const client: ModalClientLike = new ModalClient({
+    ...(tokenId ? { tokenId } : {}),
+    ...(tokenSecret ? { tokenSecret } : {}),
+    ...(options.environment ? { environment: options.environment } : {}),
+  });
+  return client;
+}

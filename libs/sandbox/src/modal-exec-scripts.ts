@@ -1,0 +1,117 @@
+/**
+ * The small POSIX-sh programs the Modal provider runs inside a sandbox. Each is a constant script:
+ * every variable part (exec id, the command's argv, paths, nonces) travels as a separate argv
+ * entry after `sh -c SCRIPT NAME`, so card text is never spliced into a shell string.
+ *
+ * Why scripts at all: the SDK has no per-process kill, so a command must run in a process group we
+ * can name later (its pgid is written to $TMPDIR/lanes-pg/<execId>), and cancel/timeout must kill that group
+ * through a second exec.
+ */
+
+/**
+ * Where the wrapper records each running command's process group id: `${TMPDIR:-/tmp}/lanes-pg`
+ * (honouring TMPDIR lets a sandbox with a private temp dir, like the SDK double, keep it there).
+ */
+const PG_DIR_SH = '${TMPDIR:-/tmp}/lanes-pg';
+
+/** Env var that marks every process of one command, so escapees that left the group are found. */
+export const EXEC_MARKER_ENV = 'LANES_EXEC_ID';
+
+/**
+ * Runs "$@" as the leader of a new session (so its pgid = its pid), records the pgid, waits,
+ * removes the record and exits with the command's status. The shell reports 128+signal for a
+ * signalled command, which is the lanes convention. stdin is /dev/null: nothing ever feeds it, and
+ * a command that reads stdin must not hang forever.
+ *
+ * The command runs in the foreground on purpose: a non-interactive shell starts `&` jobs with
+ * SIGINT and SIGQUIT ignored, and an ignored signal survives exec, so a backgrounded command could
+ * never be interrupted. (The cost: if the SDK's backstop kills this wrapper, the group outlives it;
+ * the backstop only fires after our own group kill has failed.)
+ *
+ * argv: sh -c WRAP_SCRIPT lanes-exec <execId> <argv...>
+ */
+export const WRAP_SCRIPT = [
+  `d="${PG_DIR_SH}"; f="$d/$1"; id="$1"; shift`,
+  // The shell's own job reports ("Killed") must not pose as the command's stderr: the wrapper's
+  // fd 2 goes nowhere and the command writes to the original stderr through fd 3. The subshell +
+  // exec matters: dash prints a job report through the command's own redirections.
+  'exec 3>&2 2>/dev/null',
+  'mkdir -p "$d" || exit 125',
+  'command -v setsid >/dev/null 2>&1 || { echo "lanes: setsid is missing from the sandbox image" >&3; exit 127; }',
+  `(${EXEC_MARKER_ENV}="$id" exec setsid sh -c 'f="$1"; shift; echo $$ > "$f.tmp" && mv -f "$f.tmp" "$f"; exec "$@"' lanes "$f" "$@" </dev/null 2>&3 3>&-)`,
+  'rc=$?',
+  'rm -f "$f" "$f.tmp"',
+  'exit "$rc"',
+].join('\n');
+
+/**
+ * Kills one command's process tree: SIGINT to its group, then (after a grace period, or as soon as
+ * the group is gone) SIGTERM and finally SIGKILL to the group, its session, and any process still
+ * carrying the command's marker env var (escaped with setsid/setpgid). Zombies are not "alive".
+ * Exits 0 when nothing of the command is left, 1 otherwise.
+ *
+ * A cancel can race the start of the command: the script first waits up to one grace period for
+ * the pgid record to appear.
+ *
+ * argv: sh -c KILL_SCRIPT lanes-kill <execId> <graceMs>
+ */
+export const KILL_SCRIPT = [
+  `id="$1"; f="${PG_DIR_SH}/$1"`,
+  // The grace in seconds for sleep(1), e.g. 200 → 0.200.
+  'g=$(( $2 + 0 )); gs="$((g / 1000)).$(printf %03d $((g % 1000)))"',
+  // Bounded by wall time (a background sleep), not by iterations whose cost varies with /proc size.
+  // (The iteration cap only matters for a shell that leaves the finished sleep unreaped.)
+  'within() { sleep "$gs" & t=$!; n=0; while kill -0 "$t" 2>/dev/null && [ "$n" -lt $((g / 50 + 2)) ] && "$@"; do sleep 0.05; n=$((n+1)); done; kill "$t" 2>/dev/null; wait "$t" 2>/dev/null; }',
+  'unrecorded() { [ ! -s "$f" ]; }',
+  'within unrecorded',
+  'pg=; [ -s "$f" ] && read -r pg 2>/dev/null < "$f"',
+  'case "$pg" in ""|*[!0-9]*) pg= ;; esac',
+  // Live members of the command's group or session (fields after "comm)": state ppid pgrp session).
+  'members() {',
+  '  [ -n "$pg" ] || return 0',
+  '  for d in /proc/[0-9]*; do',
+  '    read -r s 2>/dev/null < "$d/stat" || continue',
+  '    s=${s##*) }; set -- $s',
+  '    [ "$1" = Z ] && continue',
+  '    if [ "$3" = "$pg" ] || [ "$4" = "$pg" ]; then echo "${d#/proc/}"; fi',
+  '  done',
+  '}',
+  // Processes that left the group and session but still carry the marker (one grep for all).
+  'escaped() {',
+  `  for e in $(grep -lsxz "${EXEC_MARKER_ENV}=$id" /proc/[0-9]*/environ 2>/dev/null); do`,
+  '    p=${e#/proc/}; echo "${p%/environ}"',
+  '  done',
+  '}',
+  'running() { [ -n "$(members)" ]; }',
+  'settle() { within running; }',
+  'everyone() { sig="$1"; [ -n "$pg" ] && kill -s "$sig" -- -"$pg" 2>/dev/null; for p in $(members) $(escaped); do kill -s "$sig" "$p" 2>/dev/null; done; }',
+  '[ -n "$pg" ] && kill -s INT -- -"$pg" 2>/dev/null',
+  'settle',
+  'if [ -n "$(members)$(escaped)" ]; then everyone TERM; settle; fi',
+  'if [ -n "$(members)$(escaped)" ]; then everyone KILL; settle; fi',
+  '[ -z "$(members)$(escaped)" ]',
+].join('\n');
+
+/**
+ * The connect canary: proves the sandbox runs commands, has what the wrapper needs, and creates the
+ * lanes workdir. Prints the nonce on success; exits 127 when the image lacks sh/setsid.
+ *
+ * argv: sh -c CANARY_SCRIPT lanes-canary <workdir> <nonce>
+ */
+export const CANARY_SCRIPT = [
+  'command -v setsid >/dev/null 2>&1 || { echo "lanes: setsid is missing from the sandbox image" >&2; exit 127; }',
+  `mkdir -p "$1" "${PG_DIR_SH}" || exit 1`,
+  'printf "%s\\n" "$2"',
+].join('\n');
+
+export function wrapArgv(execId: string, argv: readonly string[]): string[] {
+  return ['sh', '-c', WRAP_SCRIPT, 'lanes-exec', execId, ...argv];
+}
+
+export function killArgv(execId: string, graceMs: number): string[] {
+  return ['sh', '-c', KILL_SCRIPT, 'lanes-kill', execId, String(Math.max(1, Math.round(graceMs)))];
+}
+
+export function canaryArgv(workdir: string, nonce: string): string[] {
+  return ['sh', '-c', CANARY_SCRIPT, 'lanes-canary', workdir, nonce];
+}

@@ -1,0 +1,213 @@
+import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
+import type { PollResult } from '@lanes/contracts';
+import { DeadlineExceeded, withDeadline } from './deadline.js';
+import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
+import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
+import { killArgv, wrapArgv } from './modal-exec-scripts.js';
+import type { ExecOptions, ExecResult, OutputStream } from './provider.js';
+
+/** How a running command learns about its sandbox and its timing knobs (one per sandbox handle). */
+export interface ModalExecContext {
+  readonly sandbox: ModalSandboxLike;
+  readonly sandboxId: string;
+  readonly workdir: string;
+  /** The handle's poll: it still works after the handle detached its SDK object. */
+  poll(): Promise<PollResult>;
+  newExecId(): string;
+  now(): number;
+  /** Period of the liveness poll raced against `wait()`. */
+  readonly livenessPollIntervalMs: number;
+  /** Added to deadline + kill escalation to get the SDK's backstop `timeoutMs`. */
+  readonly backstopMarginMs: number;
+  /** After the command exits, how long its output streams may take to reach EOF. */
+  readonly outputDrainMs: number;
+  /** Output kept per stream (the tail); live output via onOutput is not capped. */
+  readonly maxOutputChars: number;
+}
+
+/** Kill execs tried before concluding the group cannot be killed. */
+const MAX_KILL_ATTEMPTS = 3;
+
+type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'gone'; detail: string };
+
+/** Reads one output stream to the end (or until cancelled), keeping the tail. */
+class Collector {
+  text = '';
+  readonly done: Promise<void>;
+  readonly #reader: ReadableStreamDefaultReader<string>;
+
+  constructor(stream: ModalReadStreamLike<string>, name: OutputStream, max: number, onOutput?: ExecOptions['onOutput']) {
+    const reader = stream.getReader();
+    this.#reader = reader;
+    this.done = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        onOutput?.(name, value);
+        this.text += value;
+        if (this.text.length > max) this.text = this.text.slice(this.text.length - max);
+      }
+    })().catch(() => {
+      // A broken output stream must not turn a finished command into an error: the exit code rules.
+    });
+  }
+
+  cancel(): void {
+    this.#reader.cancel().catch(() => {});
+  }
+}
+
+/** Resolves true when `p` settles within `ms`, false when the time runs out first. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  try {
+    await withDeadline(p, ms);
+    return true;
+  } catch (err) {
+    return !(err instanceof DeadlineExceeded);
+  }
+}
+
+function cancelStreams(proc: ModalProcessLike): void {
+  for (const s of [proc.stdout, proc.stderr]) s.cancel().catch(() => {});
+}
+
+/**
+ * Kills one command's process tree through a second exec (the SDK has no per-process kill):
+ * SIGINT → grace → SIGTERM → grace → SIGKILL, including /proc members that escaped the group.
+ * Retries while the command is still running; stops early when the sandbox turns out gone (the
+ * liveness race reports that).
+ */
+async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number, exited: Promise<unknown>): Promise<void> {
+  const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
+  for (let attempt = 0; attempt < MAX_KILL_ATTEMPTS; attempt++) {
+    try {
+      const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: killBackstopMs });
+      cancelStreams(killer);
+      await withDeadline(killer.wait(), killBackstopMs);
+    } catch (err) {
+      if (toLanesError(err, { kind: 'sandbox', sandboxId: ctx.sandboxId }) instanceof SandboxGoneError) return;
+      // Transport trouble or a stuck kill exec: try again while the command still runs.
+    }
+    if (await settlesWithin(exited, graceMs)) return;
+  }
+}
+
+/**
+ * Runs one command in a Modal sandbox (the queue guarantees one at a time per sandbox):
+ * argv goes through the process-group wrapper, `wait()` is raced against periodic `poll()` so a
+ * sandbox dying mid-command cannot hang it, and timeout/cancel kill the command's group, never the
+ * sandbox. Throws SandboxGoneError when the sandbox died, ProviderUnavailableError on transport trouble.
+ */
+export async function runModalCommand(ctx: ModalExecContext, argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  const scope = { kind: 'sandbox' as const, sandboxId: ctx.sandboxId };
+  if (argv.length === 0) throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'exec needs a program (argv is empty)');
+  const startedAt = ctx.now();
+  const graceMs = options.killGraceMs ?? defaults.DEFAULT_KILL_GRACE_MS;
+  const execId = ctx.newExecId();
+  // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin.
+  const backstopMs = options.timeoutMs === undefined ? undefined : options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs;
+
+  let proc: ModalProcessLike;
+  try {
+    proc = await ctx.sandbox.exec(wrapArgv(execId, argv), {
+      workdir: options.cwd ?? ctx.workdir,
+      ...(options.env ? { env: { ...options.env } } : {}),
+      ...(backstopMs !== undefined ? { timeoutMs: backstopMs } : {}),
+    });
+  } catch (err) {
+    throw toLanesError(err, scope);
+  }
+
+  const stdout = new Collector(proc.stdout, 'stdout', ctx.maxOutputChars, options.onOutput);
+  const stderr = new Collector(proc.stderr, 'stderr', ctx.maxOutputChars, options.onOutput);
+  const exited: Promise<Outcome> = proc.wait().then(
+    (code) => ({ kind: 'exit', code }),
+    (error: unknown) => ({ kind: 'error', error }),
+  );
+
+  let timedOut = false;
+  let cancelled = false;
+  let killing: Promise<void> | undefined;
+  let settle!: (o: Outcome) => void;
+  const interrupted = new Promise<Outcome>((resolve) => (settle = resolve));
+  const startKill = (): void => {
+    killing ??= killGroup(ctx, execId, graceMs, exited).then(async () => {
+      // Every kill attempt ran and the command still has not ended: the exec channel is stuck.
+      if (!(await settlesWithin(exited, ctx.outputDrainMs))) {
+        settle({ kind: 'error', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) });
+      }
+    });
+  };
+
+  const timers: NodeJS.Timeout[] = [];
+  if (options.timeoutMs !== undefined) {
+    timers.push(
+      setTimeout(() => {
+        if (!cancelled) timedOut = true;
+        startKill();
+      }, options.timeoutMs),
+    );
+  }
+  const onAbort = (): void => {
+    if (!timedOut) cancelled = true;
+    startKill();
+  };
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  // The liveness race: the SDK's exec-wait retries forever against a dead sandbox.
+  let polling = true;
+  let pollTimer: NodeJS.Timeout | undefined;
+  let wake = (): void => {};
+  const liveness = (async () => {
+    while (polling) {
+      await new Promise<void>((r) => {
+        wake = r;
+        pollTimer = setTimeout(r, ctx.livenessPollIntervalMs);
+      });
+      if (!polling) return;
+      try {
+        const found = await ctx.poll();
+        if (found.state === 'exited') settle({ kind: 'gone', detail: `exited(${found.exitCode}) while running a command` });
+        if (found.state === 'missing') settle({ kind: 'gone', detail: 'missing while running a command' });
+      } catch {
+        // Could not ask: not a finding. wait() and the backstop still bound the command.
+      }
+    }
+  })();
+
+  let outcome: Outcome;
+  try {
+    outcome = await Promise.race([exited, interrupted]);
+  } finally {
+    polling = false;
+    clearTimeout(pollTimer);
+    wake();
+    for (const t of timers) clearTimeout(t);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+  void liveness; // an in-flight poll may still be answering; nothing waits on it
+
+  if (outcome.kind !== 'exit') {
+    stdout.cancel();
+    stderr.cancel();
+    if (outcome.kind === 'gone') throw new SandboxGoneError(ctx.sandboxId, outcome.detail);
+    throw toLanesError(outcome.error, scope);
+  }
+  // The group is dead once the command exited, but let the kill exec finish so the next command
+  // cannot race its last sweep.
+  if (killing) await settlesWithin(killing, 4 * graceMs + ctx.backstopMarginMs);
+  // Output can outlive the exit briefly (or forever, if a background process holds the pipe).
+  if (!(await settlesWithin(Promise.all([stdout.done, stderr.done]), ctx.outputDrainMs))) {
+    stdout.cancel();
+    stderr.cancel();
+  }
+  return {
+    exitCode: outcome.code,
+    stdout: stdout.text,
+    stderr: stderr.text,
+    timedOut,
+    cancelled,
+    durationMs: ctx.now() - startedAt,
+  };
+}

@@ -1,0 +1,116 @@
+import { posix } from 'node:path';
+import { SandboxFilesystemNotFoundError } from 'modal';
+import { SandboxGoneError, type PollResult } from '@lanes/contracts';
+import { ExecQueue } from './exec-queue.js';
+import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
+import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
+import { runModalCommand, type ModalExecContext } from './modal-exec.js';
+import type { ExecOptions, ExecResult, SandboxHandle } from './provider.js';
+
+export interface ModalHandleTiming {
+  livenessPollIntervalMs: number;
+  backstopMarginMs: number;
+  outputDrainMs: number;
+  maxOutputChars: number;
+}
+
+export interface ModalHandleDeps {
+  client: ModalClientLike;
+  now(): number;
+  newExecId(): string;
+}
+
+/**
+ * One Modal sandbox. Commands are serialized by the shared ExecQueue; file reads/writes and poll()
+ * do not queue behind a running command (DESIGN failure 4: the control channel must not freeze).
+ */
+export class ModalSandboxHandle implements SandboxHandle {
+  readonly id: string;
+  readonly provider = MODAL_PROVIDER_NAME;
+  readonly workdir: string;
+  readonly #sandbox: ModalSandboxLike;
+  readonly #deps: ModalHandleDeps;
+  readonly #queue: ExecQueue;
+  /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
+  #terminated = false;
+
+  constructor(sandbox: ModalSandboxLike, workdir: string, timing: ModalHandleTiming, deps: ModalHandleDeps) {
+    this.id = sandbox.sandboxId;
+    this.workdir = workdir;
+    this.#sandbox = sandbox;
+    this.#deps = deps;
+    const ctx: ModalExecContext = {
+      sandbox,
+      sandboxId: this.id,
+      workdir,
+      poll: () => this.poll(),
+      newExecId: deps.newExecId,
+      now: deps.now,
+      ...timing,
+    };
+    this.#queue = new ExecQueue((argv, options) => runModalCommand(ctx, argv, options), { now: deps.now });
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    try {
+      return await this.#queue.exec(argv, options);
+    } catch (err) {
+      // Once the sandbox is known gone, everything queued behind learns it now.
+      if (err instanceof SandboxGoneError) this.#queue.rejectQueued(err);
+      throw err;
+    }
+  }
+
+  async poll(): Promise<PollResult> {
+    // After terminate() the SDK object is detached; a fresh one from fromId (no I/O) can still ask.
+    const sandbox = this.#terminated ? await this.#deps.client.sandboxes.fromId(this.id) : this.#sandbox;
+    try {
+      const code = await sandbox.poll();
+      return code === null ? { state: 'live' } : { state: 'exited', exitCode: code };
+    } catch (err) {
+      const mapped = toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+      if (mapped instanceof SandboxGoneError) return { state: 'missing' };
+      throw mapped;
+    } finally {
+      if (sandbox !== this.#sandbox) sandbox.detach();
+    }
+  }
+
+  async writeFile(path: string, data: string | Uint8Array): Promise<void> {
+    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    try {
+      await this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path));
+    } catch (err) {
+      throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    try {
+      return await this.#sandbox.filesystem.readBytes(this.#resolve(path));
+    } catch (err) {
+      if (err instanceof SandboxFilesystemNotFoundError) return undefined;
+      throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+    }
+  }
+
+  async terminate(): Promise<void> {
+    if (this.#terminated) return;
+    try {
+      await this.#sandbox.terminate();
+    } catch (err) {
+      if (!isGone(err, this.id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+    }
+    this.#terminated = true;
+    this.#queue.rejectQueued(new SandboxGoneError(this.id, 'terminated by lanes'));
+    this.#sandbox.detach();
+  }
+
+  /** Relative paths are relative to the lanes workdir, as for commands. */
+  #resolve(path: string): string {
+    return posix.isAbsolute(path) ? path : posix.join(this.workdir, path);
+  }
+}

@@ -1,0 +1,88 @@
+import { pollUntil } from './deadline.js';
+import { findByEnvEntry, isAlive, scanProcesses } from './proc.js';
+
+/** Every process of a local sandbox inherits `LANES_SANDBOX_ID=<id>` from its root. */
+export const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
+/** Each command additionally carries `LANES_EXEC_ID=<sandbox id>:<n>` (set by the init). */
+export const EXEC_ID_ENV = 'LANES_EXEC_ID';
+/** SIGKILL is asynchronous; give the kernel this long to tear a sandbox down before reporting survivors. */
+export const REAP_TIMEOUT_MS = 5_000;
+const REAP_POLL_INTERVAL_MS = 10;
+
+/** What is known about a sandbox to kill; a bare id still finds its processes by their env marker. */
+export interface ReapTarget {
+  id: string;
+  rootPid?: number;
+  rootStartTime?: number;
+  nsInitPid?: number;
+  nsInitStartTime?: number;
+}
+
+/** Running processes that belong to sandbox `id`, wherever they are (found by the inherited env marker). */
+export function sandboxMembers(id: string): number[] {
+  return findByEnvEntry(`${SANDBOX_ID_ENV}=${id}`, new Set([process.pid])).map((p) => p.pid);
+}
+
+/**
+ * SIGKILLs a sandbox: its root (and so, in a namespace, everything inside), then every process that
+ * still carries its marker — in a plain process group, commands live in their own groups and would
+ * otherwise outlive the root. `groups` are command process groups the host knows of; each is only
+ * signalled while it still holds a process of this sandbox, so a recycled pgid is never hit.
+ * Resolves with the pids still running at the deadline (normally none).
+ */
+export async function reapSandbox(
+  target: ReapTarget,
+  groups: Iterable<number> = [],
+  timeoutMs = REAP_TIMEOUT_MS,
+): Promise<number[]> {
+  // A pid without its start time is never signalled: it may have been recycled.
+  const rootAlive = (): boolean =>
+    target.rootPid !== undefined &&
+    target.rootStartTime !== undefined &&
+    isAlive(target.rootPid, target.rootStartTime);
+  if (rootAlive() && target.rootPid !== undefined) {
+    // The root was spawned detached, so it leads its own group (unshare + sh + init, or the init).
+    signal(-target.rootPid, 'SIGKILL');
+    signal(target.rootPid, 'SIGKILL');
+  }
+  const nsInitAlive = (): boolean =>
+    target.nsInitPid !== undefined &&
+    target.nsInitStartTime !== undefined &&
+    isAlive(target.nsInitPid, target.nsInitStartTime);
+  // Normally PDEATHSIG does this; killing pid 1 directly does not depend on its timing.
+  if (nsInitAlive() && target.nsInitPid !== undefined) signal(target.nsInitPid, 'SIGKILL');
+  killGroupsStillOurs(target.id, groups);
+
+  let survivors: number[] = [];
+  const done = await pollUntil(
+    () => {
+      survivors = sandboxMembers(target.id);
+      for (const pid of survivors) signal(pid, 'SIGKILL');
+      return survivors.length === 0 && !nsInitAlive() && !rootAlive();
+    },
+    timeoutMs,
+    REAP_POLL_INTERVAL_MS,
+  );
+  return done ? [] : survivors;
+}
+
+function killGroupsStillOurs(id: string, groups: Iterable<number>): void {
+  const wanted = new Set(groups);
+  if (wanted.size === 0) return;
+  const marker = `${SANDBOX_ID_ENV}=${id}`;
+  const ours = new Set(findByEnvEntry(marker).map((p) => p.pid));
+  for (const p of scanProcesses()) {
+    if (wanted.has(p.pgrp) && ours.has(p.pid)) {
+      signal(-p.pgrp, 'SIGKILL');
+      wanted.delete(p.pgrp);
+    }
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // ESRCH: already gone.
+  }
+}

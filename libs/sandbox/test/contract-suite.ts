@@ -1,0 +1,324 @@
+/**
+ * The sandbox provider contract, as vitest tests any provider must pass.
+ *
+ *   runSandboxContract('local', async () => ({ provider, spec, cleanup }));
+ *
+ * `setup` runs before every test and returns a `ContractFixture`; `cleanup` runs after it (the suite
+ * itself terminates every sandbox it created first). Only `provider`, `spec` and `cleanup` are
+ * required. Optional hooks switch on checks that need more than the `SandboxHandle` interface:
+ * - `liveHostPids(envEntry)`: running host pids whose environment holds `envEntry` ("KEY=value"),
+ *   where the provider's processes are visible from the test (local). Adds an outside check that a
+ *   killed tree is gone; an inside check (through /proc in the sandbox) always runs.
+ * - `killRoot(handle)`: kills the sandbox from outside (e.g. SIGKILL of the local root pid). Adds
+ *   the dead-sandbox test: running and later execs reject with `SandboxGoneError`, poll → exited.
+ * - `killGraceMs`: grace passed to kills (default 200 ms), so kill tests stay quick.
+ *
+ * Commands assume a Linux userland with bash, coreutils and /proc (any Debian-like image).
+ */
+import type { SandboxSpec } from '@lanes/contracts';
+import { SandboxGoneError } from '@lanes/contracts';
+import { CANCELLED_EXIT_CODE, type CreateOptions, type ExecResult, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { outputWatcher, waitFor } from './support/wait-for.js';
+
+export interface ContractFixture {
+  provider: SandboxProvider;
+  spec: SandboxSpec;
+  cleanup(): Promise<void>;
+  createOptions?: CreateOptions;
+  killGraceMs?: number;
+  liveHostPids?(envEntry: string): number[] | Promise<number[]>;
+  killRoot?(handle: SandboxHandle): Promise<void>;
+}
+
+const DEFAULT_CONTRACT_GRACE_MS = 200;
+/** Slack on top of the kill escalation for process start-up and scheduling on a loaded CI box. */
+const SCHEDULING_SLACK_MS = 2_000;
+/** A cancelled command must leave nothing running; remote providers get this long to show it. */
+const TREE_GONE_TIMEOUT_MS = 3_000;
+
+/**
+ * Lists "pid state" of every running process (zombies excluded) whose environment has
+ * MARKER=$1. Runs inside the sandbox, so it sees what the sandbox sees. `$1` is argv, never code.
+ */
+const FIND_MARKED_SCRIPT = `
+for d in /proc/[0-9]*; do
+  if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qxF "CONTRACT_TREE=$1"; then
+    state=$(sed 's/^.*) //' "$d/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] && echo "\${d#/proc/} $state"
+  fi
+done
+true`;
+
+/** Ignores SIGINT and SIGTERM everywhere, and leaves the group twice: setsid, and setsid + orphaned. */
+const STUBBORN_TREE_SCRIPT = `
+trap "" INT TERM
+sleep 30 &
+sleep 30 &
+setsid sleep 30 &
+( setsid sleep 30 & )
+echo ready
+wait`;
+
+export function runSandboxContract(name: string, setup: () => Promise<ContractFixture>): void {
+  describe(`sandbox provider contract: ${name}`, () => {
+    let fixture: ContractFixture;
+    let created: SandboxHandle[] = [];
+    let graceMs = DEFAULT_CONTRACT_GRACE_MS;
+    /** Upper bound for a cancel: SIGINT + SIGTERM graces, then SIGKILL, plus scheduling slack. */
+    let cancelBoundMs = 0;
+
+    beforeEach(async () => {
+      fixture = await setup();
+      graceMs = fixture.killGraceMs ?? DEFAULT_CONTRACT_GRACE_MS;
+      cancelBoundMs = 2 * graceMs + SCHEDULING_SLACK_MS;
+      created = [];
+    });
+
+    afterEach(async () => {
+      for (const handle of created) await handle.terminate().catch(() => undefined);
+      await fixture.cleanup();
+    });
+
+    async function create(): Promise<SandboxHandle> {
+      const handle = await fixture.provider.create(fixture.spec, fixture.createOptions);
+      created.push(handle);
+      return handle;
+    }
+
+    async function expectHealthy(handle: SandboxHandle, id: string): Promise<void> {
+      const next = await handle.exec(['echo', 'still alive']);
+      expect(next).toMatchObject({ exitCode: 0, stdout: 'still alive\n', timedOut: false, cancelled: false });
+      expect(handle.id).toBe(id);
+      expect(await handle.poll()).toEqual({ state: 'live' });
+    }
+
+    async function liveMarked(handle: SandboxHandle, nonce: string): Promise<string> {
+      const found = await handle.exec(['bash', '-c', FIND_MARKED_SCRIPT, 'find-marked', nonce]);
+      expect(found.exitCode).toBe(0);
+      return found.stdout.trim();
+    }
+
+    it('(a) fleet-bricking scenario: a cancelled command dies, the sandbox lives and runs the next command', async () => {
+      const handle = await create();
+      const id = handle.id;
+      expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+
+      const abort = new AbortController();
+      const watcher = outputWatcher('started');
+      const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], {
+        signal: abort.signal,
+        killGraceMs: graceMs,
+        onOutput: watcher.onOutput,
+      });
+      await watcher.seen;
+      const abortedAtMs = Date.now();
+      abort.abort();
+      const result = await running;
+      expect(Date.now() - abortedAtMs).toBeLessThan(cancelBoundMs);
+      expect(result).toMatchObject({ cancelled: true, timedOut: false });
+      expect(result.exitCode).not.toBe(0);
+
+      await expectHealthy(handle, id);
+    });
+
+    it('(b) a command timeout kills the command, not the sandbox', async () => {
+      const handle = await create();
+      const id = handle.id;
+      expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+
+      const timeoutMs = 300;
+      const result = await handle.exec(['sleep', '30'], { timeoutMs, killGraceMs: graceMs });
+      expect(result).toMatchObject({ timedOut: true, cancelled: false });
+      expect(result.exitCode).not.toBe(0);
+      expect(result.durationMs).toBeGreaterThanOrEqual(timeoutMs);
+      expect(result.durationMs).toBeLessThan(timeoutMs + cancelBoundMs);
+
+      await expectHealthy(handle, id);
+    });
+
+    it('(c) a tree that ignores SIGINT/SIGTERM and escapes its group is killed entirely; the sandbox lives', async () => {
+      const handle = await create();
+      const id = handle.id;
+      const nonce = `tree-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+      const abort = new AbortController();
+      const watcher = outputWatcher('ready');
+      const running = handle.exec(['bash', '-c', STUBBORN_TREE_SCRIPT], {
+        env: { CONTRACT_TREE: nonce },
+        signal: abort.signal,
+        killGraceMs: graceMs,
+        onOutput: watcher.onOutput,
+      });
+      await watcher.seen;
+      // Sanity: the marker finds the tree while it runs (bash + 4 sleeps), or the final check proves nothing.
+      // It runs as a second exec only after `running` ends, so look from the host side where possible.
+      if (fixture.liveHostPids) {
+        const before = await waitFor('tree to be visible', async () => {
+          const pids = await fixture.liveHostPids!(`CONTRACT_TREE=${nonce}`);
+          return pids.length >= 5 ? pids : undefined;
+        });
+        expect(before.length).toBeGreaterThanOrEqual(5);
+      }
+      const abortedAtMs = Date.now();
+      abort.abort();
+      const result = await running;
+      expect(Date.now() - abortedAtMs).toBeLessThan(cancelBoundMs);
+      expect(result.cancelled).toBe(true);
+
+      await waitFor('no process of the tree left inside the sandbox', async () => (await liveMarked(handle, nonce)) === '', {
+        timeoutMs: TREE_GONE_TIMEOUT_MS,
+      });
+      if (fixture.liveHostPids) expect(await fixture.liveHostPids(`CONTRACT_TREE=${nonce}`)).toEqual([]);
+      await expectHealthy(handle, id);
+    });
+
+    it('(d) a signalled command reports 128+signal', async () => {
+      const handle = await create();
+      expect(await handle.exec(['sh', '-c', 'kill -TERM $$'])).toMatchObject({ exitCode: 143, timedOut: false, cancelled: false });
+      expect(await handle.exec(['sh', '-c', 'kill -KILL $$'])).toMatchObject({ exitCode: 137, timedOut: false, cancelled: false });
+      expect(await handle.exec(['sh', '-c', 'exit 3'])).toMatchObject({ exitCode: 3 });
+    });
+
+    it('(e) commands are serialized in submission order', async () => {
+      const handle = await create();
+      const dir = handle.workdir;
+      // Each command records start/end times and holds a mkdir lock: overlap would show in both.
+      const step = (name: string): string =>
+        `date +%s%N > ${name}.start; mkdir lock || exit 99; sleep 0.2; rmdir lock; date +%s%N > ${name}.end`;
+      const results = await Promise.all(['one', 'two', 'three'].map((n) => handle.exec(['sh', '-c', step(n)], { cwd: dir })));
+      for (const result of results) expect(result.exitCode).toBe(0);
+      const read = async (file: string): Promise<bigint> => {
+        const bytes = await handle.readFile(`${dir}/${file}`);
+        expect(bytes).toBeDefined();
+        return BigInt(new TextDecoder().decode(bytes).trim());
+      };
+      expect(await read('one.end')).toBeLessThanOrEqual(await read('two.start'));
+      expect(await read('two.end')).toBeLessThanOrEqual(await read('three.start'));
+    });
+
+    it('(e) a queued command cancelled before it starts resolves at once and never runs', async () => {
+      const handle = await create();
+      const dir = handle.workdir;
+      const first = new AbortController();
+      const watcher = outputWatcher('started');
+      let firstDone = false;
+      const running = handle
+        .exec(['sh', '-c', 'echo started; exec sleep 30'], { signal: first.signal, killGraceMs: graceMs, onOutput: watcher.onOutput })
+        .finally(() => {
+          firstDone = true;
+        });
+      const second = new AbortController();
+      const queued = handle.exec(['touch', `${dir}/queued-ran`], { signal: second.signal });
+      await watcher.seen;
+      second.abort();
+      const cancelled: ExecResult = await queued;
+      expect(cancelled).toMatchObject({ cancelled: true, timedOut: false, exitCode: CANCELLED_EXIT_CODE, stdout: '', stderr: '' });
+      expect(firstDone).toBe(false);
+      first.abort();
+      expect((await running).cancelled).toBe(true);
+      expect(await handle.readFile(`${dir}/queued-ran`)).toBeUndefined();
+      // An already-aborted signal never reaches the sandbox either.
+      expect(await handle.exec(['touch', `${dir}/queued-ran`], { signal: AbortSignal.abort() })).toMatchObject({ cancelled: true });
+      expect(await handle.readFile(`${dir}/queued-ran`)).toBeUndefined();
+    });
+
+    it('(f) env and cwd reach the command; argv is never shell-interpreted', async () => {
+      const handle = await create();
+      const sub = `${handle.workdir}/sub dir`;
+      expect((await handle.exec(['mkdir', '-p', `${sub}/canary`])).exitCode).toBe(0);
+
+      const envCwd = await handle.exec(['sh', '-c', 'printf "%s|%s" "$CONTRACT_VAR" "$(pwd)"'], {
+        env: { CONTRACT_VAR: 'a b $HOME' },
+        cwd: sub,
+      });
+      expect(envCwd).toMatchObject({ exitCode: 0, stdout: `a b $HOME|${sub}` });
+      const defaultCwd = await handle.exec(['pwd']);
+      expect(defaultCwd.stdout.trim()).toBe(handle.workdir);
+
+      const literal = ['$(touch pwned)', '; rm -rf canary', '`touch pwned2`', '"dq" \'sq\' \\', '*', '|| touch pwned3'];
+      const echoed = await handle.exec(['printf', '%s\\n', ...literal], { cwd: sub });
+      expect(echoed).toMatchObject({ exitCode: 0, stdout: `${literal.join('\n')}\n` });
+      const listing = await handle.exec(['ls', '-A'], { cwd: sub });
+      expect(listing.stdout.split('\n').filter(Boolean)).toEqual(['canary']);
+    });
+
+    it('(g) lifecycle: poll live; terminate ends it; exec after terminate throws SandboxGoneError; terminate is idempotent', async () => {
+      const handle = await create();
+      expect(await handle.poll()).toEqual({ state: 'live' });
+      const listed = await fixture.provider.list({ lane: fixture.spec.tags.lane, slot: fixture.spec.tags.slot });
+      expect(listed.find((ref) => ref.id === handle.id)?.tags).toMatchObject(fixture.spec.tags);
+
+      await handle.terminate();
+      expect(['exited', 'missing']).toContain((await handle.poll()).state);
+      await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+      await expect(handle.writeFile(`${handle.workdir}/x`, 'x')).rejects.toBeInstanceOf(SandboxGoneError);
+      await handle.terminate();
+      await fixture.provider.terminateById(handle.id);
+      expect((await fixture.provider.list()).map((ref) => ref.id)).not.toContain(handle.id);
+    });
+
+    it('(g) terminate while a command runs ends that command with SandboxGoneError', async () => {
+      const handle = await create();
+      const watcher = outputWatcher('started');
+      const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { onOutput: watcher.onOutput });
+      const settled = running.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await watcher.seen;
+      await handle.terminate();
+      expect(await settled).toBeInstanceOf(SandboxGoneError);
+    });
+
+    it('(h) writeFile/readFile roundtrip; missing file reads as undefined; commands see written files', async () => {
+      const handle = await create();
+      const text = `${handle.workdir}/nested/dir/hello.txt`;
+      await handle.writeFile(text, 'hello\n');
+      expect(new TextDecoder().decode(await handle.readFile(text))).toBe('hello\n');
+      expect((await handle.exec(['cat', text])).stdout).toBe('hello\n');
+
+      const binary = new Uint8Array(256).map((_, i) => i);
+      await handle.writeFile(`${handle.workdir}/bytes.bin`, binary);
+      expect(await handle.readFile(`${handle.workdir}/bytes.bin`)).toEqual(binary);
+
+      expect(await handle.readFile(`${handle.workdir}/no/such/file`)).toBeUndefined();
+    });
+
+    it('health and file requests stay responsive while a long command runs', async () => {
+      const handle = await create();
+      const abort = new AbortController();
+      const watcher = outputWatcher('started');
+      const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { signal: abort.signal, killGraceMs: graceMs, onOutput: watcher.onOutput });
+      await watcher.seen;
+      const startedAtMs = Date.now();
+      expect(await handle.poll()).toEqual({ state: 'live' });
+      await handle.writeFile(`${handle.workdir}/during.txt`, 'during');
+      expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/during.txt`))).toBe('during');
+      expect(Date.now() - startedAtMs).toBeLessThan(SCHEDULING_SLACK_MS);
+      abort.abort();
+      await running;
+    });
+
+    it('a root killed from outside is a dead sandbox: running and later execs throw SandboxGoneError, poll → exited', async (context) => {
+      if (!fixture.killRoot) {
+        context.skip();
+        return;
+      }
+      const handle = await create();
+      const watcher = outputWatcher('started');
+      const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { onOutput: watcher.onOutput });
+      const settled = running.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await watcher.seen;
+      const killedAtMs = Date.now();
+      await fixture.killRoot(handle);
+      expect(await settled).toBeInstanceOf(SandboxGoneError);
+      expect(Date.now() - killedAtMs).toBeLessThan(SCHEDULING_SLACK_MS);
+      await expect(handle.exec(['echo', 'hi'])).rejects.toBeInstanceOf(SandboxGoneError);
+      const polled = await handle.poll();
+      expect(polled.state).toBe('exited');
+    });
+  });
+}

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { killTree } from '../runtime/kill-escalation.mjs';
+import { findByEnvEntry } from '../src/proc.js';
+import { waitFor } from './support/wait-for.js';
+
+// killTree is what the sandbox init runs on cancel/timeout; here it is driven directly against real
+// process trees started by the test (in their own session, as the init starts commands).
+
+const GRACE_MS = 150;
+const started: ChildProcess[] = [];
+
+function startTree(script: string, marker: string): ChildProcess {
+  const child = spawn('bash', ['-c', script], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: { ...process.env, TREE_MARKER: marker },
+  });
+  started.push(child);
+  return child;
+}
+
+async function ready(child: ChildProcess): Promise<void> {
+  await new Promise<void>((resolve) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('ready')) resolve();
+    });
+  });
+}
+
+const live = (marker: string): number[] => findByEnvEntry(`TREE_MARKER=${marker}`).map((p) => p.pid);
+
+afterEach(() => {
+  for (const child of started.splice(0)) {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+describe('killTree', () => {
+  it('stops right after SIGINT when the tree obeys it', async () => {
+    const marker = `obey-${Date.now()}`;
+    const child = startTree('echo ready; exec sleep 30', marker);
+    await ready(child);
+    const startedAtMs = Date.now();
+    const outcome = await killTree({ pgid: child.pid!, leaderPid: child.pid!, envMarker: `TREE_MARKER=${marker}`, graceMs: 5_000 });
+    expect(outcome).toEqual({ lastSignal: 'SIGINT', survivors: [] });
+    expect(Date.now() - startedAtMs).toBeLessThan(1_000);
+    expect(live(marker)).toEqual([]);
+  });
+
+  it('stops right after SIGTERM when only SIGINT is ignored', async () => {
+    const marker = `noint-${Date.now()}`;
+    const child = startTree('trap "" INT; sleep 30 & sleep 30 & echo ready; wait', marker);
+    await ready(child);
+    await waitFor('the tree to start', () => live(marker).length >= 3);
+    const startedAtMs = Date.now();
+    // Wide grace so "one grace, not two" holds with slack on a loaded machine.
+    const graceMs = 400;
+    const outcome = await killTree({ pgid: child.pid!, leaderPid: child.pid!, envMarker: `TREE_MARKER=${marker}`, graceMs });
+    const elapsedMs = Date.now() - startedAtMs;
+    expect(outcome).toEqual({ lastSignal: 'SIGTERM', survivors: [] });
+    expect(elapsedMs).toBeGreaterThanOrEqual(graceMs);
+    expect(elapsedMs).toBeLessThan(2 * graceMs);
+    expect(live(marker)).toEqual([]);
+  });
+
+  it('escalates to SIGKILL for a tree that ignores SIGINT and SIGTERM, including escaped members', async () => {
+    const marker = `stubborn-${Date.now()}`;
+    const child = startTree('trap "" INT TERM; sleep 30 & setsid sleep 30 & ( setsid sleep 30 & ); echo ready; wait', marker);
+    await ready(child);
+    await waitFor('the tree to start', () => live(marker).length >= 4);
+    const startedAtMs = Date.now();
+    const outcome = await killTree({ pgid: child.pid!, leaderPid: child.pid!, envMarker: `TREE_MARKER=${marker}`, graceMs: GRACE_MS });
+    expect(outcome).toEqual({ lastSignal: 'SIGKILL', survivors: [] });
+    expect(Date.now() - startedAtMs).toBeGreaterThanOrEqual(2 * GRACE_MS);
+    expect(live(marker)).toEqual([]);
+  });
+
+  it('finds a re-parented escapee by its env marker alone', async () => {
+    const marker = `orphan-${Date.now()}`;
+    // The subshell exits at once, so the setsid'd sleep has neither our group nor our ancestry.
+    const child = startTree('( trap "" INT TERM; exec setsid sleep 30 & ); echo ready; exec sleep 30', marker);
+    await ready(child);
+    await waitFor('the orphan to start', () => live(marker).length >= 2);
+    const outcome = await killTree({ pgid: child.pid!, leaderPid: child.pid!, envMarker: `TREE_MARKER=${marker}`, graceMs: GRACE_MS });
+    expect(outcome.survivors).toEqual([]);
+    expect(live(marker)).toEqual([]);
+  });
+
+  it('reports none when nothing is alive', async () => {
+    const child = startTree('echo ready', `none-${Date.now()}`);
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(await killTree({ pgid: child.pid!, leaderPid: child.pid!, graceMs: GRACE_MS })).toEqual({ lastSignal: 'none', survivors: [] });
+  });
+});

@@ -1,0 +1,273 @@
+import { Status } from 'nice-grpc';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  ConnectTimeoutError,
+  ProviderInvalidError,
+  ProviderUnavailableError,
+  SandboxGoneError,
+  defaults,
+} from '@lanes/contracts';
+import type { SandboxHandle } from '@lanes/sandbox';
+import { MODAL_TEST_KILL_GRACE_MS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
+import { outputWatcher, waitFor } from './support/wait-for.js';
+
+let f: ModalFixture;
+const handles: SandboxHandle[] = [];
+
+beforeEach(async () => {
+  f = await modalFixture();
+});
+
+afterEach(async () => {
+  for (const h of handles.splice(0)) await h.terminate().catch(() => undefined);
+  await f.cleanup();
+});
+
+async function create(slot = 's1', options = {}): Promise<SandboxHandle> {
+  const handle = await f.provider.create(modalTestSpec(slot), options);
+  handles.push(handle);
+  return handle;
+}
+
+/** The execs the provider sent to one sandbox, in order (the canary included). */
+function execsOf(id: string): string[][] {
+  return f.double.execs.filter((e) => e.sandboxId === id).map((e) => e.command);
+}
+
+describe('ModalProvider.create', () => {
+  it('creates in the named app (created if missing), tagged, with env and a lifetime always set', async () => {
+    const handle = await create('slot-7');
+    const info = f.double.inspect(handle.id);
+    expect(info).toMatchObject({
+      running: true,
+      tags: { lane: 'contract', slot: 'slot-7', worker: `w-${process.pid}` },
+      lifetimeMs: defaults.DEFAULT_SANDBOX_LIFETIME_MS,
+    });
+    expect(info?.env['LANES_TEST_SPEC_ENV']).toBe('from-spec');
+    expect(handle.provider).toBe('modal');
+    // The first exec was the connect canary, run before create() returned.
+    expect(execsOf(handle.id)[0]?.slice(0, 2)).toEqual(['sh', '-c']);
+  });
+
+  it('builds an image once per provider and reuses it; secrets by name reach the sandbox env', async () => {
+    f.double.defineSecret('api-keys', { API_KEY: 'sekret' });
+    const spec = { ...modalTestSpec(), secrets: ['api-keys'] };
+    const a = await f.provider.create(spec);
+    const b = await f.provider.create({ ...spec, tags: { ...spec.tags, slot: 's2' } });
+    handles.push(a, b);
+    expect(f.double.calls.filter((c) => c.op === 'image')).toHaveLength(1);
+    expect(f.double.inspect(a.id)?.imageId).toBe(f.double.inspect(b.id)?.imageId);
+    expect((await a.exec(['sh', '-c', 'printf %s "$API_KEY"'])).stdout).toBe('sekret');
+  });
+
+  it('honours spec.timeoutMs as the sandbox lifetime, and mounts configured volumes', async () => {
+    await f.cleanup();
+    f = await modalFixture({ volumes: { '/data': 'lanes-cache' } });
+    const handle = await f.provider.create({ ...modalTestSpec(), timeoutMs: 60_000 });
+    handles.push(handle);
+    expect(f.double.inspect(handle.id)).toMatchObject({ lifetimeMs: 60_000, volumes: { '/data': 'lanes-cache' } });
+  });
+
+  it.each([
+    ['a transport failure (UNAVAILABLE) on create', () => f.double.injectFailure('create'), ProviderUnavailableError],
+    ['an unknown secret', () => undefined, ProviderInvalidError],
+    ['an image that fails to build', () => f.double.failImageBuilds('debian:bookworm-slim'), ProviderInvalidError],
+    ['permission denied', () => f.double.injectFailure('create', { code: Status.PERMISSION_DENIED }), ProviderInvalidError],
+  ])('maps %s to the taxonomy and leaves no sandbox running', async (label, arrange, expected) => {
+    arrange();
+    const spec = label === 'an unknown secret' ? { ...modalTestSpec(), secrets: ['nope'] } : modalTestSpec();
+    await expect(f.provider.create(spec)).rejects.toBeInstanceOf(expected);
+    expect(f.double.runningSandboxIds()).toEqual([]);
+  });
+
+  it('an image without sh/setsid fails its canary as invalid, and the sandbox is terminated', async () => {
+    const spec = { ...modalTestSpec(), env: { PATH: '/nonexistent' } };
+    await expect(f.provider.create(spec)).rejects.toBeInstanceOf(ProviderInvalidError);
+    await waitFor('the failed sandbox to be terminated', () => f.double.runningSandboxIds().length === 0);
+  });
+
+  it('connect timeout: a sandbox that never answers its canary is terminated by id; ConnectTimeoutError names it', async () => {
+    f.double.latency.execStartMs = 5_000;
+    const startedAt = Date.now();
+    const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 200 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectTimeoutError);
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+    const id = (error as ConnectTimeoutError).sandboxId;
+    expect(id).toMatch(/^sb-/);
+    await waitFor('the half-created sandbox to be terminated', () => f.double.inspect(id!)?.running === false);
+    expect(f.double.inspect(id!)?.exitCode).toBe(137);
+    expect(f.double.calls).toContainEqual({ op: 'terminate', sandboxId: id });
+  });
+
+  it('connect timeout while create itself is slow: the sandbox is reaped as soon as the SDK returns it', async () => {
+    f.double.latency.createMs = 600;
+    const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectTimeoutError);
+    expect((error as ConnectTimeoutError).sandboxId).toBeUndefined();
+    // Nothing is left burning compute once the late create lands.
+    await waitFor('the late sandbox to exist', () => f.double.calls.some((c) => c.op === 'terminate'), { timeoutMs: 5_000 });
+    expect(f.double.runningSandboxIds()).toEqual([]);
+  });
+
+  it('an aborted create leaves nothing behind', async () => {
+    f.double.latency.execStartMs = 5_000;
+    const abort = new AbortController();
+    const pending = f.provider.create(modalTestSpec(), { signal: abort.signal });
+    await waitFor('create to reach the canary', () => f.double.runningSandboxIds().length === 1);
+    abort.abort();
+    await expect(pending).rejects.toBeDefined();
+    await waitFor('the sandbox to be terminated', () => f.double.runningSandboxIds().length === 0);
+  });
+});
+
+describe('ModalProvider.list / terminateById', () => {
+  it('lists running sandboxes by tags and terminates by id (fromId + terminate); already gone is success', async () => {
+    const a = await create('a');
+    const b = await create('b');
+    expect((await f.provider.list({ lane: 'contract' })).map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+    expect(await f.provider.list({ slot: 'b' })).toEqual([{ id: b.id, tags: modalTestSpec('b').tags }]);
+    expect(await f.provider.list({ lane: 'other' })).toEqual([]);
+
+    await f.provider.terminateById(a.id);
+    expect(f.double.inspect(a.id)).toMatchObject({ running: false, exitCode: 137 });
+    expect((await f.provider.list()).map((r) => r.id)).toEqual([b.id]);
+    await f.provider.terminateById(a.id);
+    await f.provider.terminateById('sb-never-existed');
+    // The handle sees the death that happened elsewhere.
+    expect(await a.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    await expect(a.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+  });
+
+  it('a transport failure during terminateById is not "already gone"', async () => {
+    const a = await create();
+    f.double.injectFailure('terminate');
+    await expect(f.provider.terminateById(a.id)).rejects.toBeInstanceOf(ProviderUnavailableError);
+    expect(f.double.inspect(a.id)?.running).toBe(true);
+  });
+});
+
+describe('ModalSandboxHandle.exec', () => {
+  it('returns exit code and output; streams it live; argv is passed as separate args to the group wrapper', async () => {
+    const handle = await create();
+    const chunks: string[] = [];
+    const result = await handle.exec(['sh', '-c', 'echo out; echo err >&2; exit 3'], { onOutput: (s, c) => chunks.push(`${s}:${c}`) });
+    expect(result).toMatchObject({ exitCode: 3, stdout: 'out\n', stderr: 'err\n', timedOut: false, cancelled: false });
+    expect(chunks).toEqual(expect.arrayContaining(['stdout:out\n', 'stderr:err\n']));
+    const sent = execsOf(handle.id).at(-1)!;
+    expect(sent.slice(0, 2)).toEqual(['sh', '-c']);
+    // sh -c WRAPPER lanes-exec <execId> <argv...>: the card's argv is never inside the script.
+    expect(sent.slice(3, 4)).toEqual(['lanes-exec']);
+    expect(sent.slice(5)).toEqual(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(sent[2]).not.toContain('echo out');
+  });
+
+  it.each([
+    ['SIGTERM', 'kill -TERM $$', 143],
+    ['SIGKILL', 'kill -KILL $$', 137],
+    ['SIGINT', 'kill -INT $$', 130],
+  ])('a command ended by %s reports 128+signal', async (_sig, script, code) => {
+    const handle = await create();
+    expect((await handle.exec(['sh', '-c', script])).exitCode).toBe(code);
+  });
+
+  it('passes a backstop timeoutMs to the SDK a bit beyond the lanes deadline', async () => {
+    const handle = await create();
+    await handle.exec(['true'], { timeoutMs: 10_000, killGraceMs: 100 });
+    const last = f.double.execs.filter((e) => e.sandboxId === handle.id).at(-1)!;
+    expect(last.params.timeoutMs).toBeGreaterThan(10_000 + 3 * 100);
+    expect(last.params.workdir).toBe(handle.workdir);
+  });
+
+  it('timeout kills the group through a second exec, never the sandbox; the next command runs', async () => {
+    const handle = await create();
+    const before = execsOf(handle.id).length;
+    const result = await handle.exec(['sleep', '30'], { timeoutMs: 200, killGraceMs: MODAL_TEST_KILL_GRACE_MS });
+    expect(result).toMatchObject({ timedOut: true, cancelled: false, exitCode: 130 });
+    const sent = execsOf(handle.id).slice(before);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.[3]).toBe('lanes-kill');
+    expect(f.double.calls.filter((c) => c.op === 'terminate')).toEqual([]);
+    expect(await handle.exec(['echo', 'next'])).toMatchObject({ exitCode: 0, stdout: 'next\n' });
+    expect(await handle.poll()).toEqual({ state: 'live' });
+  });
+
+  it('cancel escalates INT → TERM → KILL for a command that ignores INT and TERM', async () => {
+    const handle = await create();
+    const abort = new AbortController();
+    const watcher = outputWatcher('ready');
+    const running = handle.exec(['sh', '-c', 'trap "" INT TERM; echo ready; while :; do sleep 0.05; done'], {
+      signal: abort.signal,
+      killGraceMs: MODAL_TEST_KILL_GRACE_MS,
+      onOutput: watcher.onOutput,
+    });
+    await watcher.seen;
+    abort.abort();
+    expect(await running).toMatchObject({ cancelled: true, timedOut: false, exitCode: 137 });
+    expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a sandbox terminated mid-command makes exec reject with SandboxGoneError promptly, though the SDK wait hangs', async () => {
+    const handle = await create();
+    const watcher = outputWatcher('started');
+    const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { onOutput: watcher.onOutput });
+    const settled = running.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    await watcher.seen;
+    const killedAt = Date.now();
+    await f.provider.terminateById(handle.id); // from "elsewhere": the handle was not told
+    expect(await settled).toBeInstanceOf(SandboxGoneError);
+    expect(Date.now() - killedAt).toBeLessThan(1_000);
+    // Everything queued behind learns it too, and poll reports the exit code.
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+  });
+
+  it('a transport failure when starting a command is ProviderUnavailableError, not a death', async () => {
+    const handle = await create();
+    f.double.injectFailure('exec');
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(ProviderUnavailableError);
+    expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a transport failure of the liveness poll does not fail a running command', async () => {
+    const handle = await create();
+    f.double.injectFailure('poll', { times: 3 });
+    expect(await handle.exec(['sh', '-c', 'sleep 0.3; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+  });
+});
+
+describe('ModalSandboxHandle.poll / files / terminate', () => {
+  it('poll: live, exited(code) after a death, missing on NOT_FOUND, ProviderUnavailableError on transport failure', async () => {
+    const handle = await create();
+    expect(await handle.poll()).toEqual({ state: 'live' });
+    f.double.injectFailure('poll', { code: Status.NOT_FOUND });
+    expect(await handle.poll()).toEqual({ state: 'missing' });
+    f.double.injectFailure('poll', { code: Status.UNAVAILABLE });
+    await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.double.kill(handle.id, 0);
+    // 0 is an exit code like any other.
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
+  });
+
+  it('writeFile/readFile through the SDK filesystem API; relative paths are under the workdir', async () => {
+    const handle = await create();
+    await handle.writeFile('cards/c1.json', '{"id":"c1"}');
+    expect((await handle.exec(['cat', 'cards/c1.json'])).stdout).toBe('{"id":"c1"}');
+    expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/cards/c1.json`))).toBe('{"id":"c1"}');
+    expect(await handle.readFile('cards/missing.json')).toBeUndefined();
+  });
+
+  it('terminate ends the sandbox (137), is idempotent, and later calls throw SandboxGoneError without a round trip', async () => {
+    const handle = await create();
+    await handle.terminate();
+    await handle.terminate();
+    expect(f.double.inspect(handle.id)).toMatchObject({ running: false, exitCode: 137 });
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    const calls = f.double.calls.length;
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+    await expect(handle.readFile('x')).rejects.toBeInstanceOf(SandboxGoneError);
+    expect(f.double.calls.length).toBe(calls);
+  });
+});

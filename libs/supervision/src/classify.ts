@@ -1,0 +1,97 @@
+import type { ObservedExitCode, Verdict } from '@lanes/contracts';
+import type { CommandOutcome } from './command-outcome.js';
+import type { ProbeFinding } from './probe.js';
+import { suspectOf } from './suspect.js';
+
+export interface Classification {
+  verdict: Verdict;
+  /**
+   * The exit code observed at decision time, read from the outcome or the finding already made
+   * (never fetched here). `0` stays `0`; "not observed" is `"unknown"`.
+   */
+  observedExitCode: ObservedExitCode;
+  /** True only when the probe itself failed with a provider/transport error: feed it to the lane's breaker. */
+  countsTowardBreaker: boolean;
+  /** Whether rule 1 judged the outcome suspect (so whether the finding was consulted). */
+  suspect: boolean;
+  reason: string;
+}
+
+/**
+ * Rule 2: the supervisor's verdict on one command result.
+ *
+ * Not suspect (the finding is ignored; only suspects are probed):
+ *   exit 0 → ok; anything else → command-failed; observedExitCode = the command's exit code.
+ *   A user cancel lands here as command-failed with reason "cancelled…": the caller's cancel path
+ *   decides the card state, not this verdict.
+ *
+ * Suspect, by finding:
+ *   polled exited(code)          → sandbox-dead,    observed = code (0 stays 0)
+ *   polled missing               → sandbox-dead,    "unknown"
+ *   polled live, canary answered → command-failed,  observed = command's exit code, or "unknown" if exec threw
+ *   polled live, canary silent   → sandbox-dead (wedged), "unknown"
+ *   polled live, no canary run   → command-failed,  "unknown" (inconclusive: unknown never destroys)
+ *   probe-failed sandbox-gone    → sandbox-dead,    "unknown" (the provider's explicit finding)
+ *   probe-failed provider-unavailable → provider-outage, "unknown", countsTowardBreaker
+ *                                  (the ONLY path to provider-outage)
+ *   probe-failed other           → command-failed,  "unknown"
+ *   not-probed                   → command-failed,  "unknown"
+ */
+export function classify(outcome: CommandOutcome, finding: ProbeFinding): Classification {
+  const suspicion = suspectOf(outcome);
+  if (!suspicion.suspect) {
+    // Only `exited` outcomes can be non-suspect; a throw is always suspect.
+    const exitCode = outcome.kind === 'exited' ? outcome.exitCode : 'unknown';
+    const verdict: Verdict = exitCode === 0 ? 'ok' : 'command-failed';
+    return { verdict, observedExitCode: exitCode, countsTowardBreaker: false, suspect: false, reason: suspicion.reason };
+  }
+
+  const why = suspicion.detail;
+  const result = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker = false) => ({
+    verdict,
+    observedExitCode,
+    countsTowardBreaker,
+    suspect: true,
+    reason: `${why}; ${found}`,
+  });
+
+  switch (finding.kind) {
+    case 'not-probed':
+      return result('command-failed', 'unknown', 'not probed: unknown never destroys a sandbox');
+    case 'probe-failed':
+      return fromProbeFailure(finding, result);
+    case 'polled':
+      return fromPoll(outcome, finding, result);
+  }
+}
+
+type Make = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker?: boolean) => Classification;
+
+function fromProbeFailure(finding: Extract<ProbeFinding, { kind: 'probe-failed' }>, result: Make): Classification {
+  switch (finding.error) {
+    case 'provider-unavailable':
+      return result('provider-outage', 'unknown', `probe failed, provider unavailable: ${finding.message}`, true);
+    case 'sandbox-gone':
+      return result('sandbox-dead', 'unknown', `probe says the sandbox is gone: ${finding.message}`);
+    case 'other':
+      return result('command-failed', 'unknown', `probe failed inconclusively (${finding.message}): unknown never destroys`);
+  }
+}
+
+function fromPoll(outcome: CommandOutcome, finding: Extract<ProbeFinding, { kind: 'polled' }>, result: Make): Classification {
+  switch (finding.poll.state) {
+    case 'exited':
+      return result('sandbox-dead', finding.poll.exitCode, `poll: sandbox exited(${finding.poll.exitCode})`);
+    case 'missing':
+      return result('sandbox-dead', 'unknown', 'poll: sandbox missing');
+    case 'live':
+      if (finding.canary === 'silent') {
+        return result('sandbox-dead', 'unknown', 'poll: live, but the canary was silent: the sandbox is wedged');
+      }
+      if (finding.canary === 'answered') {
+        const own = outcome.kind === 'exited' ? outcome.exitCode : 'unknown';
+        return result('command-failed', own, 'poll: live and the canary answered: the command itself failed');
+      }
+      return result('command-failed', 'unknown', 'poll: live, canary not run: inconclusive, unknown never destroys');
+  }
+}

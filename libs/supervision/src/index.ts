@@ -1,0 +1,47 @@
+export type { CommandOutcome, ProviderErrorKind } from './command-outcome.js';
+export { SUSPECT_EXIT_CODES, suspectOf, type Suspicion, type SuspectReason } from './suspect.js';
+export {
+  DEFAULT_PROBE_CONFIG,
+  planProbe,
+  canaryCommand,
+  readCanary,
+  type ProbeFinding,
+  type ProbeConfig,
+  type ProbePlan,
+  type CanaryReading,
+} from './probe.js';
+export { classify, type Classification } from './classify.js';
+export {
+  INITIAL_BREAKER,
+  DEFAULT_BREAKER_CONFIG,
+  breakerOnFailure,
+  breakerOnCanaryPassed,
+  breakerOnTick,
+  evaluateCreate,
+  type BreakerSnapshot,
+  type BreakerPolicyConfig,
+  type BreakerTransition,
+  type BreakerStep,
+  type CreateDecision,
+} from './breaker.js';
+export {
+  DEFAULT_RESPAWN_CONFIG,
+  respawnBackoffMs,
+  evaluateRespawn,
+  recordDeath,
+  type DeathHistory,
+  type RespawnDecision,
+} from './respawn.js';
+export { evaluateInfraRetry, type InfraRetryDecision } from './infra-budget.js';
+export { selectRedrive, type BlockedCard, type RedriveTrigger, type RedriveDecision } from './redrive.js';
+export { desiredSlots, desiredWorkers, type LaneLoad, type SlotBounds, type SlotsDecision } from './desired-slots.js';
+export { evaluateOrphans, type ListedSandbox, type OrphanOptions, type OrphanDecision } from './orphans.js';
+export {
+  DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
+  evaluateFleet,
+  type SlotVerdict,
+  type FleetView,
+  type FleetOptions,
+  type FleetStatus,
+} from './fleet.js';
+export { isInsideWindow, pruneWindow } from './window.js';

@@ -1,0 +1,64 @@
+import { defaults, type PollResult } from '@lanes/contracts';
+import type { CommandOutcome } from './command-outcome.js';
+import type { Suspicion } from './suspect.js';
+
+/**
+ * What probing a suspect found (rule 2). Made once, by the caller, with one `poll()` and at most
+ * one canary; `classify` only reads it.
+ * - `polled` + `canary` absent: poll said something, no canary ran (it is only needed when live).
+ * - `probe-failed`: the poll or the canary call itself threw; `error` is the mapped error class.
+ */
+export type ProbeFinding =
+  | { kind: 'not-probed' }
+  | { kind: 'polled'; poll: PollResult; canary?: 'answered' | 'silent' }
+  | { kind: 'probe-failed'; error: 'provider-unavailable' | 'sandbox-gone' | 'other'; message: string };
+
+export interface ProbeConfig {
+  /** Deadline for the `echo <nonce>` canary. Default DEFAULT_CANARY_TIMEOUT_MS (5 s: a live sandbox answers in ms). */
+  canaryTimeoutMs: number;
+}
+
+export const DEFAULT_PROBE_CONFIG: ProbeConfig = { canaryTimeoutMs: defaults.DEFAULT_CANARY_TIMEOUT_MS };
+
+export type ProbePlan = { action: 'probe'; canaryTimeoutMs: number; reason: string } | { action: 'skip'; reason: string };
+
+/** Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. */
+export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG): ProbePlan {
+  if (!suspicion.suspect) return { action: 'skip', reason: `not suspect: ${suspicion.reason}` };
+  return { action: 'probe', canaryTimeoutMs: config.canaryTimeoutMs, reason: `suspect (${suspicion.reason}): poll, then canary if live` };
+}
+
+/** The canary's argv: no shell, the nonce is a plain argument. */
+export function canaryCommand(nonce: string): readonly string[] {
+  return ['echo', nonce];
+}
+
+export type CanaryReading = { finding: ProbeFinding; reason: string };
+
+/**
+ * Turns the canary's outcome (run after poll() said live) into a finding.
+ * - exited 0 and a stdout line equal to the nonce → answered
+ * - anything else that ran (wrong output, non-zero exit, deadline hit) → silent (wedged)
+ * - the canary exec threw → `probe-failed` with that error class: a transport failure is not
+ *   evidence that the sandbox is wedged, and "sandbox-gone" is the provider's explicit finding.
+ */
+export function readCanary(outcome: CommandOutcome, nonce: string): CanaryReading {
+  if (outcome.kind === 'threw') {
+    return {
+      finding: { kind: 'probe-failed', error: outcome.error, message: outcome.message },
+      reason: `canary exec threw ${outcome.error}`,
+    };
+  }
+  const live: PollResult = { state: 'live' };
+  if (outcome.timedOut) {
+    return { finding: { kind: 'polled', poll: live, canary: 'silent' }, reason: 'canary missed its deadline' };
+  }
+  const echoed = outcome.stdout.split('\n').some((line) => line.trim() === nonce);
+  if (outcome.exitCode === 0 && echoed) {
+    return { finding: { kind: 'polled', poll: live, canary: 'answered' }, reason: 'canary echoed the nonce' };
+  }
+  return {
+    finding: { kind: 'polled', poll: live, canary: 'silent' },
+    reason: echoed ? `canary exited ${outcome.exitCode}` : `canary did not echo the nonce (exit ${outcome.exitCode})`,
+  };
+}

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { ObservedExitCode, Verdict } from '@lanes/contracts';
+import { classify, type CommandOutcome, type ProbeFinding } from '@lanes/supervision';
+
+const exited = (exitCode: number, over: Partial<Extract<CommandOutcome, { kind: 'exited' }>> = {}): CommandOutcome => ({
+  kind: 'exited',
+  exitCode,
+  stdout: '',
+  stderr: '',
+  timedOut: false,
+  cancelled: false,
+  ...over,
+});
+const threw = (error: 'sandbox-gone' | 'provider-unavailable' | 'other'): CommandOutcome => ({ kind: 'threw', error, message: 'm' });
+
+const notProbed: ProbeFinding = { kind: 'not-probed' };
+const polledExited = (exitCode: number): ProbeFinding => ({ kind: 'polled', poll: { state: 'exited', exitCode } });
+const missing: ProbeFinding = { kind: 'polled', poll: { state: 'missing' } };
+const liveAnswered: ProbeFinding = { kind: 'polled', poll: { state: 'live' }, canary: 'answered' };
+const liveSilent: ProbeFinding = { kind: 'polled', poll: { state: 'live' }, canary: 'silent' };
+const liveNoCanary: ProbeFinding = { kind: 'polled', poll: { state: 'live' } };
+const probeFailed = (error: 'sandbox-gone' | 'provider-unavailable' | 'other'): ProbeFinding => ({
+  kind: 'probe-failed',
+  error,
+  message: 'probe error',
+});
+
+const bare1 = exited(1);
+const hang = exited(137, { timedOut: true });
+
+describe('classify (rule 2)', () => {
+  it.each<[string, CommandOutcome, ProbeFinding, Verdict, ObservedExitCode]>([
+    // not suspect: the finding is not consulted
+    ['exit 0', exited(0), notProbed, 'ok', 0],
+    ['exit 0 with output', exited(0, { stdout: 'done' }), notProbed, 'ok', 0],
+    ['exit 0 ignores a finding it did not ask for', exited(0), polledExited(137), 'ok', 0],
+    ['exit 2, bare', exited(2), notProbed, 'command-failed', 2],
+    ['exit 1 with stderr', exited(1, { stderr: 'test failed' }), notProbed, 'command-failed', 1],
+    ['exit 75 (needs-human code) is the caller’s to read', exited(75), notProbed, 'command-failed', 75],
+    ['user cancel, bare 137', exited(137, { cancelled: true }), notProbed, 'command-failed', 137],
+
+    // suspect + polled exited(code): dead, the code kept — 0 stays 0
+    ['bare 1, poll exited(137)', bare1, polledExited(137), 'sandbox-dead', 137],
+    ['bare 1, poll exited(1)', bare1, polledExited(1), 'sandbox-dead', 1],
+    ['bare 1, poll exited(0): 0 stays 0', bare1, polledExited(0), 'sandbox-dead', 0],
+    ['hang, poll exited(0): 0 stays 0', hang, polledExited(0), 'sandbox-dead', 0],
+    ['threw, poll exited(0): 0 stays 0', threw('sandbox-gone'), polledExited(0), 'sandbox-dead', 0],
+    ['bare -1, poll exited(-1)', exited(-1), polledExited(-1), 'sandbox-dead', -1],
+
+    // suspect + missing
+    ['bare 1, poll missing', bare1, missing, 'sandbox-dead', 'unknown'],
+    ['threw, poll missing', threw('provider-unavailable'), missing, 'sandbox-dead', 'unknown'],
+
+    // suspect + live + canary
+    ['bare 1, live, canary answered: the command’s own code', bare1, liveAnswered, 'command-failed', 1],
+    ['bare 137, live, canary answered', exited(137), liveAnswered, 'command-failed', 137],
+    ['hang, live, canary answered', hang, liveAnswered, 'command-failed', 137],
+    ['threw, live, canary answered: nothing exited', threw('other'), liveAnswered, 'command-failed', 'unknown'],
+    ['bare 1, live, canary silent: wedged', bare1, liveSilent, 'sandbox-dead', 'unknown'],
+    ['hang, live, canary silent: wedged', hang, liveSilent, 'sandbox-dead', 'unknown'],
+    ['bare 1, live, no canary run: inconclusive', bare1, liveNoCanary, 'command-failed', 'unknown'],
+
+    // suspect + probe failed
+    ['bare 1, probe provider-unavailable', bare1, probeFailed('provider-unavailable'), 'provider-outage', 'unknown'],
+    ['threw, probe provider-unavailable', threw('provider-unavailable'), probeFailed('provider-unavailable'), 'provider-outage', 'unknown'],
+    ['bare 1, probe sandbox-gone', bare1, probeFailed('sandbox-gone'), 'sandbox-dead', 'unknown'],
+    ['bare 1, probe other: unknown never destroys', bare1, probeFailed('other'), 'command-failed', 'unknown'],
+
+    // suspect, not probed: unknown never destroys
+    ['bare 1, not probed', bare1, notProbed, 'command-failed', 'unknown'],
+    ['hang, not probed', hang, notProbed, 'command-failed', 'unknown'],
+    ['threw sandbox-gone, not probed', threw('sandbox-gone'), notProbed, 'command-failed', 'unknown'],
+  ])('%s → %s / %s', (_name, outcome, finding, verdict, observed) => {
+    const c = classify(outcome, finding);
+    expect(c.verdict).toBe(verdict);
+    expect(c.observedExitCode).toBe(observed);
+    expect(c.reason).toBeTruthy();
+  });
+
+  it('keeps 0 as the number 0, not "unknown" or undefined', () => {
+    const c = classify(bare1, polledExited(0));
+    expect(c.observedExitCode).toStrictEqual(0);
+    expect(Object.is(c.observedExitCode, 0)).toBe(true);
+    expect(c.reason).toContain('exited(0)');
+  });
+
+  it('provider-outage is reachable only through a provider-unavailable probe failure', () => {
+    const outcomes: CommandOutcome[] = [exited(0), exited(1), exited(2), exited(137), hang, exited(1, { cancelled: true }), threw('sandbox-gone'), threw('provider-unavailable'), threw('other')];
+    const findings: ProbeFinding[] = [
+      notProbed,
+      polledExited(0),
+      polledExited(137),
+      missing,
+      liveAnswered,
+      liveSilent,
+      liveNoCanary,
+      probeFailed('provider-unavailable'),
+      probeFailed('sandbox-gone'),
+      probeFailed('other'),
+    ];
+    for (const o of outcomes) {
+      for (const f of findings) {
+        const c = classify(o, f);
+        const viaProbeFailure = f.kind === 'probe-failed' && f.error === 'provider-unavailable' && c.suspect;
+        expect(c.verdict === 'provider-outage').toBe(viaProbeFailure);
+        expect(c.countsTowardBreaker).toBe(viaProbeFailure);
+      }
+    }
+  });
+
+  it('sandbox-dead needs an explicit finding (exited, missing, silent canary, or sandbox-gone)', () => {
+    const inconclusive: ProbeFinding[] = [notProbed, liveNoCanary, probeFailed('other'), liveAnswered];
+    for (const f of inconclusive) expect(classify(bare1, f).verdict).not.toBe('sandbox-dead');
+  });
+
+  it('reports whether the outcome was suspect', () => {
+    expect(classify(exited(0), notProbed).suspect).toBe(false);
+    expect(classify(bare1, notProbed).suspect).toBe(true);
+  });
+});

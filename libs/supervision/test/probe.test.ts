@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { defaults } from '@lanes/contracts';
+import {
+  DEFAULT_PROBE_CONFIG,
+  canaryCommand,
+  planProbe,
+  readCanary,
+  suspectOf,
+  type CommandOutcome,
+  type ProbeFinding,
+} from '@lanes/supervision';
+
+const NONCE = 'lanes-canary-7f3a';
+const ran = (exitCode: number, stdout: string, timedOut = false): CommandOutcome => ({
+  kind: 'exited',
+  exitCode,
+  stdout,
+  stderr: '',
+  timedOut,
+  cancelled: false,
+});
+
+describe('planProbe', () => {
+  it('defaults the canary deadline from contracts', () => {
+    expect(DEFAULT_PROBE_CONFIG.canaryTimeoutMs).toBe(defaults.DEFAULT_CANARY_TIMEOUT_MS);
+  });
+
+  it.each<[string, CommandOutcome, 'probe' | 'skip']>([
+    ['bare exit 1', ran(1, ''), 'probe'],
+    ['hang', ran(137, '', true), 'probe'],
+    ['threw', { kind: 'threw', error: 'other', message: 'x' }, 'probe'],
+    ['exit 0', ran(0, ''), 'skip'],
+    ['exit 1 with output', ran(1, 'err'), 'skip'],
+  ])('%s → %s', (_name, outcome, action) => {
+    const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: 1234 });
+    expect(plan.action).toBe(action);
+    if (plan.action === 'probe') expect(plan.canaryTimeoutMs).toBe(1234);
+    expect(plan.reason).toBeTruthy();
+  });
+});
+
+describe('canaryCommand', () => {
+  it('echoes the nonce as a plain argument, no shell', () => {
+    expect(canaryCommand(NONCE)).toEqual(['echo', NONCE]);
+  });
+});
+
+describe('readCanary', () => {
+  const live = { state: 'live' } as const;
+  it.each<[string, CommandOutcome, ProbeFinding]>([
+    ['echoed the nonce', ran(0, `${NONCE}\n`), { kind: 'polled', poll: live, canary: 'answered' }],
+    ['echoed amid other lines', ran(0, `motd\r\n${NONCE}\r\n`), { kind: 'polled', poll: live, canary: 'answered' }],
+    ['wrong nonce', ran(0, 'lanes-canary-0000\n'), { kind: 'polled', poll: live, canary: 'silent' }],
+    ['nonce only as a substring', ran(0, `x${NONCE}x\n`), { kind: 'polled', poll: live, canary: 'silent' }],
+    ['empty output', ran(0, ''), { kind: 'polled', poll: live, canary: 'silent' }],
+    ['nonce but non-zero exit', ran(1, `${NONCE}\n`), { kind: 'polled', poll: live, canary: 'silent' }],
+    ['missed its deadline', ran(137, '', true), { kind: 'polled', poll: live, canary: 'silent' }],
+    ['missed its deadline after echoing', ran(137, `${NONCE}\n`, true), { kind: 'polled', poll: live, canary: 'silent' }],
+    [
+      'exec threw provider-unavailable',
+      { kind: 'threw', error: 'provider-unavailable', message: 'ECONNRESET' },
+      { kind: 'probe-failed', error: 'provider-unavailable', message: 'ECONNRESET' },
+    ],
+    [
+      'exec threw sandbox-gone',
+      { kind: 'threw', error: 'sandbox-gone', message: 'gone' },
+      { kind: 'probe-failed', error: 'sandbox-gone', message: 'gone' },
+    ],
+    ['exec threw other', { kind: 'threw', error: 'other', message: '?' }, { kind: 'probe-failed', error: 'other', message: '?' }],
+  ])('%s', (_name, outcome, finding) => {
+    const r = readCanary(outcome, NONCE);
+    expect(r.finding).toEqual(finding);
+    expect(r.reason).toBeTruthy();
+  });
+});

@@ -1,0 +1,216 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_AGENT } from '@lanes/cli';
+import { QUEUE_PREFIX } from '@lanes/queue';
+import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+
+/** The foundation path: a PR card from HTTP to done on real local sandboxes and a real Redis. */
+describe('card flow on the embedded default', () => {
+  let redis: TestRedis;
+  let t: TestStack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    t = await startTestStack(redis.url, [
+      { name: 'demo', slots: 2, agent: [process.execPath, DEMO_AGENT], attempts: 2, commandTimeoutMs: 30_000, killGraceMs: 200 },
+    ]);
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+  });
+
+  it('runs a posted card to done, with a commit and a history of every transition', async () => {
+    const post = await t.api.request<{ id: string; state: string }>('POST', '/v1/cards', {
+      id: 'flow-1',
+      lane: 'demo',
+      title: 'Fix flaky test',
+      prompt: 'make $(rm -rf /) `whoami` ; it pass',
+      pr: { number: 12, branch: 'fix/flaky', base: 'main' },
+      metadata: { board: 'kanban', column: 7 },
+    });
+    expect(post.status).toBe(202);
+    expect(post.body).toEqual({ id: 'flow-1', state: 'queued' });
+
+    const card = await t.api.waitCard('flow-1', 'done', (c) => c.state === 'done');
+    expect(card.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
+    expect(card.attempts).toBe(1);
+    expect(card.infraRetries).toBe(0);
+    expect(card.sandboxId).toBeTruthy();
+    const result = card.result as { branch: string; commit: string; files: string[] };
+    expect(result.branch).toBe('fix/flaky');
+    expect(result.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(result.files).toEqual(['cards/flow-1.md']);
+    for (const h of card.history) expect(Date.parse(h.at)).not.toBeNaN();
+    expect(card.history[1]!.sandboxId).toBe(card.sandboxId);
+  });
+
+  it('re-posting an existing id returns 200 and does not run it twice', async () => {
+    const again = await t.api.request<{ id: string; state: string }>('POST', '/v1/cards', { id: 'flow-1', lane: 'demo', title: 'Fix flaky test' });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ id: 'flow-1', state: 'done' });
+    // A later card finishing proves the worker had time to run a duplicate, had there been one.
+    await t.api.request('POST', '/v1/cards', { id: 'flow-1b', lane: 'demo', title: 'after' });
+    await t.api.waitCard('flow-1b', 'done', (c) => c.state === 'done');
+    const card = await t.api.card('flow-1');
+    expect(card.history.filter((h) => h.state === 'running')).toHaveLength(1);
+  });
+
+  it('refuses malformed bodies with 400 naming the field', async () => {
+    const bad = await t.api.request<{ error: { code: string; message: string; issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
+      lane: 'demo',
+      title: 'x',
+      pr: { number: 'twelve', branch: 'b' },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('CARD_INVALID');
+    expect(bad.body.error.issues.map((i) => i.path)).toContain('pr.number');
+    expect(bad.body.error.message).toContain('pr.number');
+
+    const noTitle = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', { lane: 'demo' });
+    expect(noTitle.status).toBe(400);
+    expect(noTitle.body.error.issues.map((i) => i.path)).toContain('title');
+
+    const unknownLane = await t.api.request<{ error: { message: string; issues: Array<{ path: string }> } }>('POST', '/v1/cards', { lane: 'nope', title: 't' });
+    expect(unknownLane.status).toBe(400);
+    expect(unknownLane.body.error.issues[0]!.path).toBe('lane');
+
+    const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
+      cards: [{ lane: 'demo', title: 'ok' }, { lane: 'demo', title: 'bad', id: 'has:colon' }],
+    });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.error.issues.map((i) => i.path)).toContain('cards.1.id');
+
+    const notJson = await t.api.request<{ error: { code: string } }>('POST', '/v1/cards', '{"lane":', { 'content-type': 'application/json' });
+    expect(notJson.status).toBe(400);
+    expect(notJson.body.error.code).toBeTruthy();
+  });
+
+  it('accepts a bulk post and runs every card', async () => {
+    const res = await t.api.request<{ cards: Array<{ id: string; created: boolean }> }>('POST', '/v1/cards', {
+      cards: [
+        { id: 'bulk-1', lane: 'demo', title: 'one' },
+        { id: 'bulk-2', lane: 'demo', title: 'two' },
+        { id: 'flow-1', lane: 'demo', title: 'existing' },
+      ],
+    });
+    expect(res.status).toBe(202);
+    expect(res.body.cards.map((c) => [c.id, c.created])).toEqual([
+      ['bulk-1', true],
+      ['bulk-2', true],
+      ['flow-1', false],
+    ]);
+    await t.api.waitCard('bulk-1', 'done', (c) => c.state === 'done');
+    await t.api.waitCard('bulk-2', 'done', (c) => c.state === 'done');
+  });
+
+  it('fails a malformed raw BullMQ job with a readable reason and keeps serving the lane', async () => {
+    const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const queue = new Queue('demo', { connection: conn, prefix: QUEUE_PREFIX });
+    try {
+      const job = await queue.add('raw', { title: 42, pr: { number: -1 } }, { jobId: 'raw-bad' });
+      const failedReason = await waitFor('raw job to fail', async () => {
+        const j = await queue.getJob(job.id!);
+        return (await j?.getState()) === 'failed' ? j!.failedReason : undefined;
+      });
+      expect(failedReason).toContain('invalid card');
+      expect(failedReason).toContain('title');
+      expect(failedReason).toContain('pr.number');
+      const failed = await queue.getJob('raw-bad');
+      expect(failed!.attemptsMade).toBeLessThanOrEqual(1);
+
+      // A board that speaks BullMQ: a valid raw job (lane implied by the queue) reaches done.
+      await queue.add('raw', { title: 'raw but fine' }, { jobId: 'raw-good' });
+      const card = await t.api.waitCard('raw-good', 'done', (c) => c.state === 'done');
+      expect(card.lane).toBe('demo');
+    } finally {
+      await queue.close();
+      conn.disconnect();
+    }
+  });
+
+  it('blocks a needs-human card and releases it on unblock without spending attempts', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'human-1', lane: 'demo', title: 'needs a person', metadata: { needsHuman: 'which branch?' } });
+    const blocked = await t.api.waitCard('human-1', 'blocked', (c) => c.state === 'blocked');
+    expect(blocked.blockedReason).toBe('needs-human');
+    expect(blocked.blockedMessage).toBe('which branch?');
+    const res = await t.api.request('POST', '/v1/cards/human-1/unblock', { note: 'use main' });
+    expect(res.status).toBe(202);
+    const again = await t.api.waitCard('human-1', 'blocked again', (c) => c.history.filter((h) => h.state === 'blocked').length === 2);
+    expect(again.history.some((h) => h.message === 'unblocked: use main')).toBe(true);
+    expect(again.attempts).toBe(1);
+    const notBlocked = await t.api.request<{ error: { code: string } }>('POST', '/v1/cards/flow-1/unblock', {});
+    expect(notBlocked.status).toBe(409);
+  });
+
+  it('fails a card whose agent keeps failing after the lane attempts', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'fail-1', lane: 'demo', title: 'doomed', metadata: { fail: 'on purpose' } });
+    const card = await t.api.waitCard('fail-1', 'failed', (c) => c.state === 'failed');
+    expect(card.failedReason).toBe('command-failed');
+    expect(card.attempts).toBe(2);
+    expect(card.history.filter((h) => h.state === 'running')).toHaveLength(2);
+    expect(card.history.at(-1)!.message).toContain('failing on purpose');
+  });
+
+  it('cancel kills the command, not the sandbox: the next card runs in the same sandbox', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'cancel-1', lane: 'demo', title: 'long', metadata: { sleepMs: 30_000 } });
+    const running = await t.api.waitCard('cancel-1', 'running', (c) => c.state === 'running');
+    const res = await t.api.request('POST', '/v1/cards/cancel-1/cancel');
+    expect(res.status).toBe(202);
+    const cancelled = await t.api.waitCard('cancel-1', 'cancelled', (c) => c.state === 'cancelled', 10_000);
+    expect(cancelled.sandboxId).toBe(running.sandboxId);
+    const lane = (await t.api.lanes())[0]!;
+    const slot = lane.slots.find((s) => s.sandbox?.id === running.sandboxId);
+    expect(slot?.sandbox?.state).toBe('live');
+    const again = await t.api.request('POST', '/v1/cards/cancel-1/cancel');
+    expect(again.status).toBe(409);
+  });
+
+  it('cancels a queued card before it runs', async () => {
+    // Fill both slots, then queue a third card and cancel it while it waits.
+    await t.api.request('POST', '/v1/cards', { cards: [0, 1].map((i) => ({ id: `busy-${i}`, lane: 'demo', title: 'busy', metadata: { sleepMs: 3_000 } })) });
+    await t.api.waitCard('busy-0', 'running', (c) => c.state === 'running');
+    await t.api.waitCard('busy-1', 'running', (c) => c.state === 'running');
+    await t.api.request('POST', '/v1/cards', { id: 'queued-cancel', lane: 'demo', title: 'never runs' });
+    const res = await t.api.request('POST', '/v1/cards/queued-cancel/cancel');
+    expect(res.status).toBe(202);
+    const card = await t.api.waitCard('queued-cancel', 'cancelled', (c) => c.state === 'cancelled');
+    expect(card.history.some((h) => h.state === 'running')).toBe(false);
+  });
+
+  it('reports lanes with counts and each slot sandbox {id, state, pid}', async () => {
+    const lanes = await t.api.lanes();
+    expect(lanes.map((l) => l.name)).toEqual(['demo']);
+    const lane = lanes[0]!;
+    expect(lane.slots).toHaveLength(2);
+    for (const slot of lane.slots) {
+      expect(slot.sandbox?.state).toBe('live');
+      expect(slot.sandbox?.pid).toBeGreaterThan(1);
+      expect(slot.sandbox?.id).toBeTruthy();
+    }
+    expect(lane.counts.completed).toBeGreaterThanOrEqual(1);
+    expect(lane.breaker.state).toBe('closed');
+    expect(lane.outage).toBe(false);
+  });
+
+  it('serves Bull Board at /admin/queues listing every lane queue, plus health and metrics', async () => {
+    const page = await t.api.request('GET', '/admin/queues');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<html');
+    const queues = await t.api.request<{ queues: Array<{ name: string }> }>('GET', '/admin/queues/api/queues');
+    expect(queues.status).toBe(200);
+    expect(queues.body.queues.map((q) => q.name)).toEqual(['demo']);
+    expect((await t.api.request('GET', '/healthz')).status).toBe(200);
+    expect((await t.api.request('GET', '/readyz')).status).toBe(200);
+    const metrics = await t.api.request('GET', '/metrics');
+    expect(metrics.text).toContain('lanes_cards{lane="demo",state="completed"}');
+    expect(metrics.text).toContain('lanes_desired_slots{lane="demo"}');
+  });
+
+  it('answers unknown routes and cards with the error body', async () => {
+    const missing = await t.api.request<{ error: { code: string } }>('GET', '/v1/cards/nope');
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('NOT_FOUND');
+  });
+});

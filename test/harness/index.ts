@@ -1,0 +1,5 @@
+export { startRedis, type TestRedis } from './redis-server.js';
+export { waitFor } from './wait-for.js';
+export { freePort } from './free-port.js';
+export { apiClient, type ApiClient } from './api.js';
+export { startTestStack, testLog, type TestStack } from './stack.js';

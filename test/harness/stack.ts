@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { startStack, type Stack, type StackOptions } from '@lanes/cli';
+import { parseLanesConfig, type LaneConfigInput, type LaneConfig } from '@lanes/contracts';
+import { createProviderRegistry, type SandboxProvider } from '@lanes/sandbox';
+import { apiClient, type ApiClient } from './api.js';
+
+export interface TestStack {
+  stack: Stack;
+  api: ApiClient;
+  lanes: LaneConfig[];
+  sandboxDir: string;
+  stop(): Promise<void>;
+}
+
+/** Test logs stay quiet unless LANES_TEST_LOG is set. */
+export const testLog = () => pino({ level: process.env.LANES_TEST_LOG ?? 'silent' });
+
+/**
+ * A whole stack (API, worker, supervisor) on a test Redis with real local sandboxes in a temp dir.
+ * `wrap` lets a test put a faulty provider around the local one.
+ */
+export async function startTestStack(
+  redisUrl: string,
+  lanes: LaneConfigInput[],
+  options: Partial<StackOptions> & { wrap?: (provider: SandboxProvider, lane: LaneConfig) => SandboxProvider } = {},
+): Promise<TestStack> {
+  const sandboxDir = mkdtempSync(join(tmpdir(), 'lanes-e2e-'));
+  const log = testLog();
+  const config = parseLanesConfig({ lanes });
+  const registry = createProviderRegistry({ sandboxDir, env: {}, log });
+  const wrapped = new Map<string, SandboxProvider>();
+  const providerFor = (lane: LaneConfig) => {
+    let p = wrapped.get(lane.name);
+    if (!p) {
+      p = options.wrap ? options.wrap(registry.forLane(lane), lane) : registry.forLane(lane);
+      wrapped.set(lane.name, p);
+    }
+    return p;
+  };
+  const { wrap: _wrap, ...stackOptions } = options;
+  const stack = await startStack({
+    redisUrl,
+    lanes: config.lanes,
+    log,
+    providerFor,
+    providers: registry.all(config.lanes),
+    port: 0,
+    heartbeatIntervalMs: 500,
+    ...stackOptions,
+  });
+  return {
+    stack,
+    api: apiClient(stack.url!),
+    lanes: config.lanes,
+    sandboxDir,
+    async stop() {
+      await stack.stop();
+      rmSync(sandboxDir, { recursive: true, force: true });
+    },
+  };
+}
