@@ -1,7 +1,7 @@
 /**
  * Local sandbox exec overhead and cancel latency, in one run:
  *
- *   npx tsx --conditions=@lanes/source bench/sandbox-exec.ts [--iterations N] [--cancels M]
+ *   npx tsx --conditions=@lanes/source bench/sandbox-exec.ts [--iterations N] [--cancels M] [--isolation auto|pid-namespace|process-group]
  *
  * (i)  `exec(['true'])` through the local provider vs a bare `child_process.spawn('true')` with the
  *      same stdio (target: mean ratio ≤ 1.3×);
@@ -14,18 +14,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
-import { LocalSandboxProvider, type SandboxHandle } from '@lanes/sandbox';
+import { LocalSandboxProvider, type IsolationMode, type SandboxHandle } from '@lanes/sandbox';
 
 const { values } = parseArgs({
   options: {
     iterations: { type: 'string', default: '500' },
     warmup: { type: 'string', default: '50' },
     cancels: { type: 'string', default: '20' },
+    isolation: { type: 'string', default: 'auto' },
   },
 });
 const ITERATIONS = Number(values.iterations);
 const WARMUP = Number(values.warmup);
 const CANCELS = Number(values.cancels);
+const ISOLATION = values.isolation as 'auto' | IsolationMode;
 const KILL_GRACE_MS = defaults.DEFAULT_KILL_GRACE_MS;
 const EXEC_RATIO_TARGET = 1.3;
 const CANCEL_TARGET_MS = KILL_GRACE_MS + 200;
@@ -103,7 +105,7 @@ async function cancelLatency(handle: SandboxHandle, script: string, runs: number
 const ms = (x: number): string => `${x.toFixed(2)} ms`;
 
 const baseDir = await mkdtemp(join(tmpdir(), 'lanes-bench-'));
-const provider = new LocalSandboxProvider({ baseDir });
+const provider = new LocalSandboxProvider({ baseDir, isolation: ISOLATION });
 try {
   const handle = await provider.create({ image: 'local', tags: { lane: 'bench', slot: '0', worker: 'bench' } });
   const { bare, local } = await execOverhead(handle);

@@ -36,6 +36,7 @@ export async function startRedis({ appendonly = false } = {}): Promise<TestRedis
     exited.catch(() => undefined);
     await waitFor(`redis-server on ${port}`, async () => {
       const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined); // refused until the server listens; connect() reports it
       try {
         await probe.connect();
         return (await probe.ping()) === 'PONG';

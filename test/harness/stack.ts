@@ -25,9 +25,9 @@ export const testLog = () => pino({ level: process.env.LANES_TEST_LOG ?? 'silent
 export async function startTestStack(
   redisUrl: string,
   lanes: LaneConfigInput[],
-  options: Partial<StackOptions> & { wrap?: (provider: SandboxProvider, lane: LaneConfig) => SandboxProvider } = {},
+  options: Partial<StackOptions> & { wrap?: (provider: SandboxProvider, lane: LaneConfig) => SandboxProvider; sandboxDir?: string } = {},
 ): Promise<TestStack> {
-  const sandboxDir = mkdtempSync(join(tmpdir(), 'lanes-e2e-'));
+  const sandboxDir = options.sandboxDir ?? mkdtempSync(join(tmpdir(), 'lanes-e2e-'));
   const log = testLog();
   const config = parseLanesConfig({ lanes });
   const registry = createProviderRegistry({ sandboxDir, env: {}, log });
@@ -40,7 +40,7 @@ export async function startTestStack(
     }
     return p;
   };
-  const { wrap: _wrap, ...stackOptions } = options;
+  const { wrap: _wrap, sandboxDir: _dir, ...stackOptions } = options;
   const stack = await startStack({
     redisUrl,
     lanes: config.lanes,

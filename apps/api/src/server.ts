@@ -46,6 +46,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const app = Fastify({
     loggerInstance: options.log.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
+    forceCloseConnections: true,
   });
 
   app.setErrorHandler((err, _request, reply) => {

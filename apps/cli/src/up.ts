@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { defaults } from '@lanes/contracts';
+import { parseEnv } from '@lanes/contracts';
 import { parseTokens } from '@lanes/api';
 import { redactRedisUrl } from '@lanes/queue';
 import { createProviderRegistry } from '@lanes/sandbox';
@@ -17,13 +17,14 @@ export interface UpOptions {
 
 /** `lanes up` (all parts) and the single-part container commands. Resolves when the process should exit. */
 export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger, print: (s: string) => void): Promise<number> {
-  const { config, baseDir, source } = loadConfig(options.config, env);
-  const redis = await resolveRedis(env, redisDataDir(STATE_DIR));
-  const tokens = parseTokens(env.LANES_API_TOKENS);
-  const providers = createProviderRegistry({ sandboxDir: env.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
-  const port = options.port ?? Number(env.LANES_PORT ?? defaults.DEFAULT_API_PORT);
+  const settings = parseEnv(env);
+  const { config, baseDir, source } = loadConfig(options.config ?? settings.LANES_CONFIG, {});
+  const redis = await resolveRedis(settings, redisDataDir(STATE_DIR));
+  const tokens = parseTokens(settings.LANES_API_TOKENS);
+  const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
+  const port = options.port ?? settings.LANES_PORT;
   // Open (no tokens) means local only: never listen beyond loopback without auth.
-  const host = env.LANES_HOST ?? (tokens.length ? '0.0.0.0' : '127.0.0.1');
+  const host = settings.LANES_HOST ?? (tokens.length ? '0.0.0.0' : '127.0.0.1');
   const lanes = config.lanes;
   const stack = await startStack({
     redisUrl: redis.url,
@@ -35,6 +36,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
     port,
     host,
     tokens,
+    heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
     ...(options.parts ? { parts: options.parts } : {}),
   });
   log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');

@@ -1,10 +1,7 @@
 import type { Logger } from 'pino';
+import type { CleanupErrorSink } from '@lanes/sandbox';
 
-/** Runs a cleanup whose failure must not stop the caller; the failure is logged, never thrown. */
-export async function bestEffort(log: Logger, label: string, fn: () => Promise<unknown>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    log.warn({ err, op: label }, `${label} failed`);
-  }
+/** Sends best-effort failures to the log as warnings: visible, never thrown into recovery. */
+export function warnTo(log: Logger): CleanupErrorSink {
+  return (label, err) => log.warn({ err, op: label }, `${label} failed`);
 }

@@ -5,7 +5,8 @@ import type { LaneConfig } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName, type CardStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
-import { bestEffort } from './best-effort.js';
+import { bestEffort } from '@lanes/sandbox';
+import { warnTo } from './best-effort.js';
 import { LaneBreaker } from './lane-breaker.js';
 import { createProcessor, type StopReason } from './processor.js';
 import { Slot } from './slot.js';
@@ -67,7 +68,7 @@ export class LaneWorker {
         onLive: () => void this.redrive({ type: 'sandbox-live', lane: lane.name }),
       });
     });
-    this.pool = new SlotPool(slots);
+    this.pool = new SlotPool(slots, (slot) => void this.publish(slot));
   }
 
   /** Each slot creates its sandbox at start; the BullMQ worker starts taking cards at once. */
@@ -107,7 +108,7 @@ export class LaneWorker {
   /** Re-drives the lane's blocked cards the trigger frees, per the pure policy. */
   async redrive(trigger: RedriveTrigger): Promise<void> {
     const { store, queues, lane, log } = this.deps;
-    await bestEffort(log, 'redrive', async () => {
+    await bestEffort('redrive', async () => {
       const blocked = await store.blocked(lane.name);
       const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), trigger);
       if (decision.action === 'none') return;
@@ -118,11 +119,11 @@ export class LaneWorker {
           log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
         }
       }
-    });
+    }, warnTo(log));
   }
 
   async publish(slot: Slot): Promise<void> {
-    await bestEffort(this.deps.log, 'publish slot', () => this.deps.fleet.putSlot(this.deps.lane.name, slot.status(this.deps.now())));
+    await bestEffort('publish slot', () => this.deps.fleet.putSlot(this.deps.lane.name, slot.status(this.deps.now())), warnTo(this.deps.log));
   }
 
   /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
@@ -130,6 +131,6 @@ export class LaneWorker {
     for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);
     if (this.worker) await this.worker.close();
     await Promise.all(this.pool.slots.map((s) => s.stop()));
-    await bestEffort(this.deps.log, 'remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId));
+    await bestEffort('remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId), warnTo(this.deps.log));
   }
 }

@@ -3,18 +3,24 @@ import type { Slot } from './slot.js';
 
 /** The slots of one lane in one process. BullMQ concurrency equals the slot count, so a free slot always exists. */
 export class SlotPool {
-  constructor(readonly slots: readonly Slot[]) {}
+  /** `onChange` publishes the slot, so `GET /v1/lanes` shows which card each slot holds. */
+  constructor(
+    readonly slots: readonly Slot[],
+    private readonly onChange: (slot: Slot) => void = () => undefined,
+  ) {}
 
   take(cardId: string): Slot {
     const free = this.slots.filter((s) => s.cardId === undefined);
     const slot = free.find((s) => s.state === 'live') ?? free[0];
     if (!slot) throw new IllegalStateError(`no free slot for card ${cardId}: concurrency exceeds slots`);
     slot.cardId = cardId;
+    this.onChange(slot);
     return slot;
   }
 
   release(slot: Slot): void {
     slot.cardId = undefined;
+    this.onChange(slot);
   }
 
   holding(cardId: string): Slot | undefined {

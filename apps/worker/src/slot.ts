@@ -4,7 +4,8 @@ import type { EventLog } from '@lanes/queue';
 import { execOutcome } from '@lanes/runner';
 import { syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { canaryCommand, evaluateRespawn, readCanary, recordDeath, type DeathHistory } from '@lanes/supervision';
-import { bestEffort } from './best-effort.js';
+import { bestEffort } from '@lanes/sandbox';
+import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 
 /** starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back. */
@@ -83,7 +84,7 @@ export class Slot {
     this.deps.onChange(this);
     const decision = evaluateRespawn(this.deaths, lane.respawn, now());
     this.spawning = (async (): Promise<SpawnResult> => {
-      if (old) await bestEffort(log, 'terminate dead sandbox', () => provider.terminateById(old.id));
+      if (old) await bestEffort('terminate dead sandbox', () => provider.terminateById(old.id), warnTo(log));
       if (decision.action === 'wait') {
         log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
         await this.deps.sleep(decision.delayMs);
@@ -124,7 +125,7 @@ export class Slot {
       breaker.failure(failure);
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
-      await bestEffort(log, 'terminate failed sandbox', () => provider.terminateById(handle.id));
+      await bestEffort('terminate failed sandbox', () => provider.terminateById(handle.id), warnTo(log));
       return { kind: 'retry', reason: failure };
     }
     breaker.canaryPassed();
@@ -190,6 +191,6 @@ export class Slot {
     const handle = this.handle;
     this.handle = undefined;
     this.state = 'stopped';
-    if (handle) await bestEffort(this.deps.log, 'terminate sandbox on stop', () => handle.terminate());
+    if (handle) await bestEffort('terminate sandbox on stop', () => handle.terminate(), warnTo(this.deps.log));
   }
 }

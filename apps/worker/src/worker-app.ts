@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { defaults, type LaneConfig } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
-import { bestEffort } from './best-effort.js';
+import { bestEffort } from '@lanes/sandbox';
+import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
 
 export interface WorkerAppOptions {
@@ -67,10 +68,10 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   let heartbeat: NodeJS.Timeout | undefined;
 
   const beat = async () => {
-    await bestEffort(log, 'heartbeat', async () => {
+    await bestEffort('heartbeat', async () => {
       await fleet.beat(workerId, now());
       for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
-    });
+    }, warnTo(log));
   };
 
   return {
@@ -80,6 +81,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider })));
       await beat();
       subscriber = redis.duplicate();
+      subscriber.on('error', (err: Error) => log.warn({ err: err.message }, 'cancel subscriber connection error'));
       subscriber.on('message', (_channel: string, cardId: string) => {
         for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested' }, 'cancel delivered');
       });
@@ -91,8 +93,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     async stop() {
       if (heartbeat) clearInterval(heartbeat);
       await Promise.all([...lanes.values()].map((lw) => lw.stop()));
-      await bestEffort(log, 'forget worker', () => fleet.forgetWorker(workerId));
-      if (subscriber) await bestEffort(log, 'unsubscribe', () => subscriber!.quit());
+      await bestEffort('forget worker', () => fleet.forgetWorker(workerId), warnTo(log));
+      if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();
       log.info({ event: 'worker.stopped' }, 'worker stopped');
     },

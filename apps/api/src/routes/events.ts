@@ -12,16 +12,22 @@ export const SSE_KEEPALIVE_MS = 15_000;
  * otherwise the stream starts with new events. Each client gets its own connection for blocking reads.
  */
 export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void {
+  const streams = new Set<() => void>();
   app.get<{ Querystring: { since?: string; lane?: string } }>('/v1/events', async (request, reply) => {
     const since = (request.headers['last-event-id'] as string | undefined) ?? request.query.since ?? '$';
     const lane = request.query.lane;
     const conn = deps.redis.duplicate();
+    conn.on('error', () => undefined); // the read loop sees failures and retries
     const log = new EventLog(conn);
     let open = true;
-    request.raw.on('close', () => {
+    const stop = () => {
       open = false;
       conn.disconnect();
-    });
+    };
+    request.raw.on('close', stop);
+    // Pin "new events only" to the current tail before answering, so nothing after the answer is missed.
+    let cursor = since === '$' ? ((await log.recent(1).catch(() => []))[0]?.id ?? '0-0') : since;
+    streams.add(stop);
     reply.hijack();
     reply.raw.writeHead(200, {
       'content-type': 'text/event-stream',
@@ -30,8 +36,6 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
       'x-accel-buffering': 'no',
     });
     reply.raw.write(': lanes events\n\n');
-    // Pin "new events only" to the current tail, so nothing between two reads is skipped.
-    let cursor = since === '$' ? ((await log.recent(1).catch(() => []))[0]?.id ?? '0-0') : since;
     let lastWrite = Date.now();
     while (open) {
       try {
@@ -51,6 +55,11 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
         await new Promise((r) => setTimeout(r, 500));
       }
     }
+    streams.delete(stop);
     reply.raw.end();
+  });
+  // Streams never end by themselves; closing the server must end them.
+  app.addHook('onClose', async () => {
+    for (const stop of streams) stop();
   });
 }

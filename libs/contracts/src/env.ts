@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import * as D from './defaults.js';
+import { ConfigError } from './errors/config-error.js';
+import { toIssues } from './validation.js';
+
+const Int = (min: number) => z.coerce.number().int().min(min);
+
+/** Settings that come from the environment; validated once at boot, errors name the variable. */
+export const LanesEnvSchema = z.object({
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  LANES_CONFIG: z.string().min(1).optional(),
+  LANES_PORT: Int(0).max(65_535).default(D.DEFAULT_API_PORT),
+  LANES_HOST: z.string().min(1).optional(),
+  LANES_API_TOKENS: z.string().optional(),
+  LANES_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LANES_SANDBOX_DIR: z.string().min(1).optional(),
+  LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
+  MODAL_TOKEN_ID: z.string().optional(),
+  MODAL_TOKEN_SECRET: z.string().optional(),
+});
+export type LanesEnv = z.infer<typeof LanesEnvSchema>;
+
+export function parseEnv(env: Record<string, string | undefined>): LanesEnv {
+  // Empty strings mean unset, as shells and compose files produce them.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = LanesEnvSchema.safeParse(present);
+  if (!parsed.success) throw new ConfigError(toIssues(parsed.error), 'environment');
+  return parsed.data;
+}
