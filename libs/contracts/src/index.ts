@@ -72,3 +72,4 @@ export { EventTypeSchema, LaneEventSchema, type EventType, type LaneEvent } from
 export { toIssues, parseCard, parseLanesConfig } from './validation.js';
 export * as defaults from './defaults.js';
 export * from './errors/index.js';
+export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
