@@ -7,7 +7,7 @@ import { parseLanesConfig } from '@lanes/contracts';
 
 /** No Docker engine runs here, so the compose file and Dockerfile are checked statically against the repo. */
 const root = PROJECT_DIR;
-const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8')) as {
+const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, { build?: string; command?: string[]; environment?: Record<string, string>; volumes?: string[]; depends_on?: Record<string, unknown> }>;
 };
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');

@@ -21,6 +21,11 @@ export const FaultPlanSchema = z.strictObject({
   pollErrors: z.boolean().default(false),
   /** Commands hang until cancelled. */
   hang: z.boolean().default(false),
+  /**
+   * Only commands of these cards (LANES_CARD_ID in the command's env) are faulted and counted by
+   * the command faults above; unset means every command. Create and poll faults are not per card.
+   */
+  targetCards: z.array(z.string().min(1)).optional(),
 });
 export type FaultPlan = z.infer<typeof FaultPlanSchema>;
 /** A plan as written (defaults not yet applied), e.g. for `FaultyProvider.setPlan`. */

@@ -13,6 +13,8 @@ import type { CreateOptions, ExecOptions, ExecResult, SandboxHandle, SandboxProv
 
 /** The exit code a sandbox killed by the faulty provider reports (SIGKILL, as Modal reports terminate). */
 export const FAULTY_KILLED_EXIT_CODE = 137;
+/** The env var that names a command's card (DESIGN: set for every card run); `targetCards` matches it. */
+export const CARD_ID_ENV = 'LANES_CARD_ID';
 /** Long enough to outlast any test; the caller's timeout or cancel is what ends a hung command. */
 const HANG_SECONDS = '86400';
 
@@ -81,8 +83,13 @@ class FaultySandboxHandle implements SandboxHandle {
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     const plan = this.owner.plan;
-    const n = ++this.#commands;
     this.owner.count('commandsStarted');
+    // Commands of other cards (and card-less ones: canaries, probes) pass through uncounted.
+    const cardId = options.env?.[CARD_ID_ENV];
+    if (plan.targetCards !== undefined && (cardId === undefined || !plan.targetCards.includes(cardId))) {
+      return this.inner.exec(argv, options);
+    }
+    const n = ++this.#commands;
     const startedAt = Date.now();
     if (plan.dieAfterCommands !== undefined && n >= plan.dieAfterCommands && this.#forcedExitCode === undefined) {
       // The sandbox dies as this command starts: the command meets the provider's real dead path.

@@ -1,6 +1,7 @@
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
 import type { PollResult } from '@lanes/contracts';
 import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { cancelledBeforeStart } from './exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
@@ -107,6 +108,9 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin.
   const backstopMs = options.timeoutMs === undefined ? undefined : options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs;
 
+  // Cancelled between leaving the queue and starting: never reaches the sandbox.
+  if (options.signal?.aborted) return cancelledBeforeStart(ctx.now() - startedAt);
+
   let proc: ModalProcessLike;
   try {
     proc = await ctx.sandbox.exec(wrapArgv(execId, argv), {
@@ -139,15 +143,13 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     });
   };
 
-  const timers: NodeJS.Timeout[] = [];
-  if (options.timeoutMs !== undefined) {
-    timers.push(
-      setTimeout(() => {
-        if (!cancelled) timedOut = true;
-        startKill();
-      }, options.timeoutMs),
-    );
-  }
+  const deadline =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          if (!cancelled) timedOut = true;
+          startKill();
+        }, options.timeoutMs);
   const onAbort = (): void => {
     if (!timedOut) cancelled = true;
     startKill();
@@ -183,7 +185,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     polling = false;
     clearTimeout(pollTimer);
     wake();
-    for (const t of timers) clearTimeout(t);
+    clearTimeout(deadline);
     options.signal?.removeEventListener('abort', onAbort);
   }
   void liveness; // an in-flight poll may still be answering; nothing waits on it

@@ -20,8 +20,11 @@ import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from '
 export const DEFAULT_MODAL_APP_NAME = 'lanes';
 /** The lanes directory inside a Modal sandbox (cards, outputs). */
 export const DEFAULT_MODAL_WORKDIR = '/lanes';
-/** A dead sandbox under a running command is noticed within this; one cheap RPC per period. */
-export const DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS = 1_000;
+/**
+ * A dead sandbox under a running command is noticed within this. Each running command costs one
+ * poll RPC per period, so 100 busy slots make 50 RPC/s: cheap, and deaths surface in seconds.
+ */
+export const DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS = 2_000;
 /** SDK backstop = deadline + 3 × kill grace + this: it only fires if our own group kill failed. */
 export const DEFAULT_MODAL_BACKSTOP_MARGIN_MS = 10_000;
 /** After a command exits, its output streams get this long to reach EOF. */

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
-import { SandboxFilesystemNotFoundError } from 'modal';
-import { SandboxGoneError, type PollResult } from '@lanes/contracts';
+import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
+import { ProviderUnavailableError, SandboxGoneError, type PollResult } from '@lanes/contracts';
 import { ExecQueue } from './exec-queue.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
@@ -83,7 +83,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     try {
       await this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path));
     } catch (err) {
-      throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+      throw await this.#filesystemError(err);
     }
   }
 
@@ -93,8 +93,24 @@ export class ModalSandboxHandle implements SandboxHandle {
       return await this.#sandbox.filesystem.readBytes(this.#resolve(path));
     } catch (err) {
       if (err instanceof SandboxFilesystemNotFoundError) return undefined;
-      throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+      throw await this.#filesystemError(err);
     }
+  }
+
+  /**
+   * The SDK's filesystem API reports transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, …) as a
+   * NotFoundError "the Sandbox is unavailable", indistinguishable by class from a real death. Only
+   * poll() can tell, and only its finding may say "gone"; otherwise the failure is transient.
+   */
+  async #filesystemError(err: unknown): Promise<Error> {
+    if (!(err instanceof NotFoundError)) return toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+    try {
+      const found = await this.poll();
+      if (found.state !== 'live') return new SandboxGoneError(this.id, `${found.state} during a file operation`, { cause: err });
+    } catch {
+      // Could not ask either: not a finding.
+    }
+    return new ProviderUnavailableError(MODAL_PROVIDER_NAME, 'file operation failed while the sandbox is live or unknown', { cause: err });
   }
 
   async terminate(): Promise<void> {

@@ -259,6 +259,16 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     expect(await handle.readFile('cards/missing.json')).toBeUndefined();
   });
 
+  it('a transport failure in a file operation (the SDK reports it as NotFoundError) is not read as a death', async () => {
+    const handle = await create();
+    f.double.injectFailure('filesystem', { code: Status.UNAVAILABLE });
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.double.injectFailure('filesystem', { code: Status.DEADLINE_EXCEEDED });
+    await expect(handle.readFile('x.txt')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.double.kill(handle.id);
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(SandboxGoneError);
+  });
+
   it('terminate ends the sandbox (137), is idempotent, and later calls throw SandboxGoneError without a round trip', async () => {
     const handle = await create();
     await handle.terminate();

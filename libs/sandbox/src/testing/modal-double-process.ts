@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants } from 'node:os';
 import type { Readable } from 'node:stream';
+import { exitCodeOf } from '../exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike } from '../modal-client.js';
 
 /** What the double's sandbox needs to know about one exec'd process. */
@@ -10,13 +10,6 @@ export interface DoubleExecSpec {
   env: Record<string, string>;
   /** The SDK's server-side backstop: the exec'd process (not what it started elsewhere) is killed. */
   timeoutMs?: number;
-}
-
-/** The exit code the way the SDK reports it: 128+signal for a signalled process. */
-export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
-  const n = signal ? constants.signals[signal] : undefined;
-  return 128 + (n ?? 9);
 }
 
 function textStream(source: Readable | null): ModalReadStreamLike<string> {

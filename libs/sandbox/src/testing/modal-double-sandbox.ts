@@ -5,6 +5,7 @@ import {
   ClientClosedError,
   ConflictError,
   InvalidError,
+  NotFoundError,
   SandboxFilesystemIsADirectoryError,
   SandboxFilesystemNotFoundError,
   SandboxFilesystemError,
@@ -16,7 +17,8 @@ import type {
   ModalProcessLike,
   ModalSandboxLike,
 } from '../modal-client.js';
-import { DoubleContainerProcess, exitCodeOf } from './modal-double-process.js';
+import { exitCodeOf } from '../exec-result.js';
+import { DoubleContainerProcess } from './modal-double-process.js';
 import { killMarked } from './modal-double-sweep.js';
 
 /** Env var that marks every process belonging to one double sandbox. */
@@ -124,6 +126,15 @@ export class SandboxRecord {
   }
 }
 
+/** gRPC codes the SDK's filesystem API reports as "the Sandbox is unavailable" (a NotFoundError). */
+const FS_UNAVAILABLE_CODES: ReadonlySet<Status> = new Set([
+  Status.NOT_FOUND,
+  Status.CANCELLED,
+  Status.UNKNOWN,
+  Status.DEADLINE_EXCEEDED,
+  Status.UNAVAILABLE,
+]);
+
 function notFound(method: string, id: string): ClientError {
   return new ClientError(`/modal.client.ModalClient/${method}`, Status.NOT_FOUND, `Sandbox ${id} not found`);
 }
@@ -158,7 +169,15 @@ export class DoubleSandbox implements ModalSandboxLike {
     this.#ensureAttached();
     const live = async (): Promise<SandboxRecord> => {
       this.#ensureAttached();
-      await this.#server.rpc('filesystem', this.sandboxId);
+      try {
+        await this.#server.rpc('filesystem', this.sandboxId);
+      } catch (err) {
+        // The SDK's filesystem API turns these gRPC codes into one NotFoundError, dead or not.
+        if (err instanceof ClientError && FS_UNAVAILABLE_CODES.has(err.code)) {
+          throw new NotFoundError('The Sandbox is unavailable. This Sandbox may have already shut down.');
+        }
+        throw err;
+      }
       const rec = this.#record('SandboxGetTaskId');
       if (!rec.running) throw new ConflictError(`Sandbox ${this.sandboxId} has already finished`);
       return rec;

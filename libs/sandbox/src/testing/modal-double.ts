@@ -14,10 +14,13 @@ import type {
   ModalSecretLike,
   ModalVolumeLike,
 } from '../modal-client.js';
+import { DoubleImage, DoubleSecret } from './modal-double-objects.js';
 import { DoubleSandbox, SandboxRecord, type DoubleOp, type DoubleServer } from './modal-double-sandbox.js';
 
 export { type DoubleOp } from './modal-double-sandbox.js';
 
+/** `calls` and `execs` keep the most recent entries only, so a long end-to-end run stays small. */
+const MAX_LOG_ENTRIES = 10_000;
 /** The SDK's default sandbox lifetime when `timeoutMs` is not given: five minutes. */
 const SDK_DEFAULT_SANDBOX_LIFETIME_MS = 300_000;
 
@@ -52,29 +55,6 @@ export interface DoubleSandboxInfo {
   lifetimeMs: number;
   /** Exec'd processes whose wait has not settled. */
   execs: number;
-}
-
-class DoubleImage implements ModalImageLike {
-  constructor(
-    private readonly double: ModalDouble,
-    readonly tag: string,
-    readonly layers: readonly string[][],
-    public imageId = '',
-  ) {}
-  dockerfileCommands(commands: string[]): ModalImageLike {
-    if (commands.length === 0) return this;
-    return new DoubleImage(this.double, this.tag, [...this.layers, [...commands]]);
-  }
-  async build(app: ModalAppLike): Promise<ModalImageLike> {
-    if (this.imageId) return this;
-    await this.double.rpc('image');
-    this.imageId = this.double.buildImage(this, app);
-    return this;
-  }
-}
-
-class DoubleSecret implements ModalSecretLike {
-  constructor(readonly name: string, readonly secretId: string, readonly entries: Record<string, string>) {}
 }
 
 const live = new Set<ModalDouble>();
@@ -184,6 +164,7 @@ export class ModalDouble implements ModalClientLike, DoubleServer {
 
   async rpc(op: DoubleOp, sandboxId?: string): Promise<void> {
     this.calls.push(sandboxId === undefined ? { op } : { op, sandboxId });
+    if (this.calls.length > MAX_LOG_ENTRIES) this.calls.splice(0, this.calls.length - MAX_LOG_ENTRIES);
     // Let other work interleave, as a network round trip would.
     await Promise.resolve();
     if (this.#closed) throw new ClientError(`/modal.client.ModalClient/${op}`, Status.UNAVAILABLE, 'Channel has been shut down');
@@ -203,6 +184,7 @@ export class ModalDouble implements ModalClientLike, DoubleServer {
 
   logExec(entry: { sandboxId: string; command: string[]; params: ModalExecParamsLike }): void {
     this.execs.push(entry);
+    if (this.execs.length > MAX_LOG_ENTRIES) this.execs.splice(0, this.execs.length - MAX_LOG_ENTRIES);
   }
 
   buildImage(image: DoubleImage, _app: ModalAppLike): string {

@@ -1,0 +1,136 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_AGENT } from '@lanes/cli';
+import type { CardRecord, LaneConfigInput } from '@lanes/contracts';
+import { FaultyProvider, createFaultyProvider } from '@lanes/sandbox';
+import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+
+const agent = [process.execPath, DEMO_AGENT];
+const fastRespawn = { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 };
+
+/** Nothing in a card's history or its lane may call a sandbox death an outage. */
+function expectNoOutage(card: CardRecord) {
+  expect(card.history.some((h) => h.blockedReason === 'provider-outage' || h.verdict === 'provider-outage')).toBe(false);
+}
+
+describe('supervision end to end: dead, not down', () => {
+  let redis: TestRedis;
+  let t: TestStack | undefined;
+  let faulty: FaultyProvider | undefined;
+
+  const start = async (lane: LaneConfigInput, withFaults = false) => {
+    t = await startTestStack(redis.url, [lane], {
+      ...(withFaults ? { wrap: (p) => (faulty = p instanceof FaultyProvider ? p : createFaultyProvider(p)) } : {}),
+    });
+    return t;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+    faulty = undefined;
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('kill -9 of the running sandbox: dead, respawned with a new id, the card re-driven to done without spending an attempt', async () => {
+    const { api } = await start({ name: 'kill9', slots: 1, agent, respawn: fastRespawn });
+    await api.request('POST', '/v1/cards', { id: 'k-1', lane: 'kill9', title: 'survives a kill', metadata: { sleepMs: 1_500 } });
+    const running = await api.waitCard('k-1', 'running', (c) => c.state === 'running');
+    const slot = (await api.lanes())[0]!.slots.find((s) => s.cardId === 'k-1')!;
+    expect(slot.sandbox?.id).toBe(running.sandboxId);
+    process.kill(slot.sandbox!.pid!, 'SIGKILL');
+
+    const done = await api.waitCard('k-1', 'done', (c) => c.state === 'done');
+    const blocked = done.history.find((h) => h.state === 'blocked')!;
+    expect(blocked.blockedReason).toBe('sandbox-dead');
+    expect(blocked.verdict).toBe('sandbox-dead');
+    expect(blocked.observedExitCode).toBe(137);
+    expect(blocked.sandboxId).toBe(running.sandboxId);
+    expect(done.sandboxId).not.toBe(running.sandboxId);
+    expect(done.attempts).toBe(1);
+    expect(done.infraRetries).toBe(1);
+    expect(done.observedExitCode).toBe(137);
+    expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'blocked', 'queued', 'running', 'done']);
+    expectNoOutage(done);
+
+    const lane = (await api.lanes())[0]!;
+    expect(lane.outage).toBe(false);
+    expect(lane.breaker.state).toBe('closed');
+    expect(lane.slots[0]!.sandbox).toMatchObject({ id: done.sandboxId, state: 'live' });
+  });
+
+  it('bare exit 1 while poll() says live and the canary answers: command-failed, no respawn', async () => {
+    const { api } = await start({ name: 'barelive', slots: 1, agent, attempts: 1, respawn: fastRespawn }, true);
+    const before = await waitFor('a live sandbox', async () => (await api.lanes())[0]!.slots[0]?.sandbox?.state === 'live' && (await api.lanes())[0]!.slots[0]!.sandbox!.id);
+    faulty!.setPlan({ bareExit1Every: 1, bareExit1Mode: 'live', targetCards: ['bl-1'] });
+    await api.request('POST', '/v1/cards', { id: 'bl-1', lane: 'barelive', title: 'bare exit' });
+    const failed = await api.waitCard('bl-1', 'failed', (c) => c.state === 'failed');
+    expect(failed.failedReason).toBe('command-failed');
+    expect(failed.history.some((h) => h.state === 'blocked')).toBe(false);
+    expect(faulty!.stats.bareExit1Injected).toBeGreaterThan(0);
+    expect(faulty!.stats.sandboxesKilled).toBe(0);
+    const slot = (await api.lanes())[0]!.slots[0]!;
+    expect(slot.sandbox).toMatchObject({ id: before, state: 'live' });
+    // The same sandbox keeps serving.
+    await api.request('POST', '/v1/cards', { id: 'bl-2', lane: 'barelive', title: 'fine' });
+    expect((await api.waitCard('bl-2', 'done', (c) => c.state === 'done')).sandboxId).toBe(before);
+  });
+
+  it('bare exit 1 with poll() exited(0): dead, and observedExitCode 0 is recorded as 0', async () => {
+    const { api } = await start({ name: 'exit0', slots: 1, agent, respawn: fastRespawn }, true);
+    faulty!.setPlan({ bareExit1Every: 1, bareExit1Mode: 'exited-0', targetCards: ['z-1'] });
+    await api.request('POST', '/v1/cards', { id: 'z-1', lane: 'exit0', title: 'exit zero' });
+    const blocked = await api.waitCard('z-1', 'blocked', (c) => c.history.some((h) => h.state === 'blocked'));
+    faulty!.setPlan({});
+    const entry = blocked.history.find((h) => h.state === 'blocked')!;
+    expect(entry.blockedReason).toBe('sandbox-dead');
+    expect(entry.observedExitCode).toBe(0);
+    const done = await api.waitCard('z-1', 'done', (c) => c.state === 'done');
+    expect(done.observedExitCode).toBe(0);
+    expect(done.attempts).toBe(1);
+    expectNoOutage(done);
+  });
+
+  it('five create failures open the breaker; cards wait as provider-outage, then all reach done', async () => {
+    const { api } = await start(
+      {
+        name: 'breaker',
+        slots: 1,
+        agent,
+        respawn: fastRespawn,
+        breaker: { failureThreshold: 5, windowMs: 60_000, openMs: 1_000 },
+        faults: { createFailures: 5 },
+      },
+      true,
+    );
+    await waitFor('breaker open', async () => (await api.lanes())[0]!.breaker.state === 'open', { timeoutMs: 20_000 });
+    await api.request('POST', '/v1/cards', { cards: [1, 2, 3].map((i) => ({ id: `b-${i}`, lane: 'breaker', title: `card ${i}` })) });
+    for (const i of [1, 2, 3]) {
+      const card = await api.waitCard(`b-${i}`, 'done', (c) => c.state === 'done', 30_000);
+      expect(card.attempts).toBe(1);
+      expect(card.history.some((h) => h.state === 'failed')).toBe(false);
+    }
+    const cards = await Promise.all([1, 2, 3].map((i) => api.card(`b-${i}`)));
+    expect(cards.some((c) => c.history.some((h) => h.blockedReason === 'provider-outage'))).toBe(true);
+    expect(faulty!.stats.createFailuresInjected).toBe(5);
+    expect((await api.lanes())[0]!.breaker.state).toBe('closed');
+  });
+
+  it('a sandbox that dies on every run of a card fails it with reason infra after its budget; the slot keeps serving', async () => {
+    const { api } = await start({ name: 'doom', slots: 1, agent, infraRetries: 2, respawn: fastRespawn }, true);
+    faulty!.setPlan({ dieAfterCommands: 1, targetCards: ['doomed'] });
+    await api.request('POST', '/v1/cards', { id: 'doomed', lane: 'doom', title: 'cursed' });
+    const failed = await api.waitCard('doomed', 'failed', (c) => c.state === 'failed', 30_000);
+    expect(failed.failedReason).toBe('infra');
+    expect(failed.infraRetries).toBe(2);
+    expect(failed.history.filter((h) => h.blockedReason === 'sandbox-dead')).toHaveLength(2);
+    expect(failed.history.filter((h) => h.state === 'running')).toHaveLength(3);
+    expect(failed.attempts).toBe(1);
+    await api.request('POST', '/v1/cards', { id: 'after-doom', lane: 'doom', title: 'fine' });
+    await api.waitCard('after-doom', 'done', (c) => c.state === 'done');
+  });
+});
