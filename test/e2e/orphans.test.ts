@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, PROJECT_DIR } from '@lanes/cli';
+import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
-import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const HEARTBEAT_INTERVAL_MS = 500;
 
@@ -23,7 +22,7 @@ function alive(pid: number): boolean {
 describe('orphan reaping', () => {
   let redis: TestRedis;
   let dir: string;
-  let worker: ChildProcess | undefined;
+  let worker: WorkerProcess | undefined;
   let t: TestStack | undefined;
 
   beforeAll(async () => {
@@ -31,20 +30,20 @@ describe('orphan reaping', () => {
     dir = mkdtempSync(join(tmpdir(), 'lanes-orphans-'));
   });
   afterAll(async () => {
-    if (worker?.exitCode === null) worker.kill('SIGKILL');
+    await worker?.crash();
     await t?.stop();
     await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('terminates by id the sandbox a SIGKILLed worker left behind, within two heartbeat periods of its expiry', async () => {
-    const config = join(dir, 'lanes.json');
     const sandboxDir = join(dir, 'sandboxes');
-    writeFileSync(config, JSON.stringify({ lanes: [{ name: 'orph', slots: 1, agent: [process.execPath, DEMO_AGENT] }] }));
-    // The real node pid (no npx in between), so SIGKILL hits the worker itself, as a crash would.
-    worker = spawn(process.execPath, [join(PROJECT_DIR, 'apps/cli/bin/lanes.js'), 'worker', '--config', config], {
-      env: { ...process.env, REDIS_URL: redis.url, LANES_SANDBOX_DIR: sandboxDir, LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOG_LEVEL: 'silent' },
-      stdio: 'ignore',
+    worker = spawnWorker({
+      dir,
+      redisUrl: redis.url,
+      sandboxDir,
+      lanes: [{ name: 'orph', slots: 1, agent: [process.execPath, DEMO_AGENT] }],
+      env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS) },
     });
     t = await startTestStack(redis.url, [{ name: 'orph', slots: 1, agent: [process.execPath, DEMO_AGENT] }], {
       parts: { api: true, supervisor: true, worker: false },
@@ -61,7 +60,7 @@ describe('orphan reaping', () => {
     await t.stack.supervisor!.sweep();
     expect(alive(sandbox.pid!)).toBe(true);
 
-    worker.kill('SIGKILL');
+    await worker.crash();
     const killedAt = Date.now();
     await waitFor('the orphan sandbox to be terminated', () => !alive(sandbox.pid!), { timeoutMs: 10_000, intervalMs: 20 });
     const elapsedMs = Date.now() - killedAt;

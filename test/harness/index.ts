@@ -3,3 +3,4 @@ export { waitFor } from './wait-for.js';
 export { freePort } from './free-port.js';
 export { apiClient, type ApiClient } from './api.js';
 export { startTestStack, testLog, type TestStack } from './stack.js';
+export { spawnWorker, type WorkerProcess } from './worker-process.js';

@@ -42,7 +42,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const events = new EventLog(redis);
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
-  const queues = new LaneQueues({ redis, store, lanes });
+  const queues = new LaneQueues({ redis, store, lanes, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const app = Fastify({
     loggerInstance: options.log.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,

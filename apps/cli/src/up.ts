@@ -37,6 +37,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
     host,
     tokens,
     heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
+    ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),
     ...(options.parts ? { parts: options.parts } : {}),
   });
   log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');

@@ -38,7 +38,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const events = new EventLog(redis);
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
-  const queues = new LaneQueues({ redis, store, lanes });
+  const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;

@@ -29,7 +29,10 @@ export interface LaneWorkerDeps {
   newNonce: () => string;
   sleep: (ms: number) => Promise<void>;
   filesBaseDir: string;
-  /** BullMQ lock; a crashed worker's cards are recovered after about this long. */
+  /**
+   * BullMQ lock, also used as the stalled-check interval: a crashed worker's cards are handed to
+   * another worker within about twice this. Default: BullMQ's 30 s.
+   */
   lockDurationMs?: number;
 }
 
@@ -92,7 +95,7 @@ export class LaneWorker {
         prefix: QUEUE_PREFIX,
         concurrency: lane.slots,
         maxStalledCount: MAX_STALLED_COUNT,
-        ...(this.deps.lockDurationMs ? { lockDuration: this.deps.lockDurationMs } : {}),
+        ...(this.deps.lockDurationMs ? { lockDuration: this.deps.lockDurationMs, stalledInterval: this.deps.lockDurationMs } : {}),
       },
     );
     this.worker.on('error', (err) => log.error({ err }, 'bullmq worker error'));

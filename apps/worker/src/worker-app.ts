@@ -40,7 +40,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const events = new EventLog(redis);
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
-  const queues = new LaneQueues({ redis, store, lanes: options.lanes });
+  const queues = new LaneQueues({ redis, store, lanes: options.lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
   const lanes = new Map<string, LaneWorker>();
   for (const lane of options.lanes) {

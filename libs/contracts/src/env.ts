@@ -15,6 +15,8 @@ export const LanesEnvSchema = z.object({
   LANES_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LANES_SANDBOX_DIR: z.string().min(1).optional(),
   LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
+  /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
+  LANES_LOCK_DURATION_MS: Int(1_000).optional(),
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });

@@ -14,6 +14,8 @@ export interface LaneQueuesDeps {
   redis: Redis;
   store: CardStore;
   lanes: readonly LaneConfig[];
+  /** Connection errors of the queues (Redis down, reconnecting); they recover by themselves. */
+  onError?: (err: Error) => void;
 }
 
 export type EnqueueOutcome =
@@ -30,7 +32,9 @@ export class LaneQueues {
 
   constructor(private readonly deps: LaneQueuesDeps) {
     for (const lane of deps.lanes) {
-      this.queues.set(lane.name, new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX }));
+      const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX });
+      queue.on('error', deps.onError ?? (() => undefined));
+      this.queues.set(lane.name, queue);
     }
   }
 

@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Card } from '@lanes/contracts';
+import { CardStore, EventLog, FleetStore, createRedis, keys } from '@lanes/queue';
+import { startRedis, type TestRedis } from '../../../test/harness/index.js';
+
+/** Fixed clock: history timestamps and blocked-set scores are exact. */
+const T0 = Date.UTC(2025, 0, 2, 3, 4, 5);
+
+const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
+
+describe('CardStore on real Redis', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let events: EventLog;
+  let nowMs = T0;
+  let store: CardStore;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = createRedis(server.url);
+    events = new EventLog(redis);
+    store = new CardStore({ redis, events, now: () => nowMs });
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  const newCard = (over: Partial<Card> = {}): Card => ({ id: uid('card'), lane: uid('lane'), title: 'Fix flaky test', priority: 0, ...over });
+  const eventsOf = async (cardId: string) => (await events.recent(1_000)).filter((e) => e.cardId === cardId);
+
+  it('create is idempotent: the second create returns created:false and the same record', async () => {
+    const card = newCard({ prompt: 'p', metadata: { board: 'k', n: 1 } });
+    const first = await store.create(card);
+    expect(first.created).toBe(true);
+    expect(first.record).toMatchObject({ ...card, state: 'queued', attempts: 0, infraRetries: 0 });
+    expect(first.record.history).toEqual([{ at: new Date(T0).toISOString(), state: 'queued', attempt: 0, message: 'enqueued' }]);
+
+    nowMs = T0 + 1_000;
+    const second = await store.create({ ...card, title: 'a different title' });
+    expect(second.created).toBe(false);
+    expect(second.record).toEqual(first.record);
+    expect((await eventsOf(card.id)).map((e) => e.type)).toEqual(['card.queued']);
+    nowMs = T0;
+  });
+
+  it('get of an unknown id is undefined', async () => {
+    expect(await store.get(uid('nope'))).toBeUndefined();
+    expect(await store.state(uid('nope'))).toBeUndefined();
+  });
+
+  it('transition appends history in order with attempt, sandboxId, blockedReason and observedExitCode (0 kept, "unknown" kept)', async () => {
+    const card = newCard();
+    await store.create(card);
+    nowMs = T0 + 1;
+    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-1', slot: 's0' });
+    nowMs = T0 + 2;
+    await store.transition(card, {
+      state: 'blocked',
+      attempt: 1,
+      sandboxId: 'sb-1',
+      blockedReason: 'sandbox-dead',
+      verdict: 'sandbox-dead',
+      observedExitCode: 0,
+      message: 'sandbox exited(0)',
+      retryAt: T0 + 60_000,
+      infraRetries: 1,
+    });
+    let record = (await store.get(card.id))!;
+    expect(record.observedExitCode).toBe(0);
+    expect(record.blockedReason).toBe('sandbox-dead');
+    expect(record.blockedMessage).toBe('sandbox exited(0)');
+    expect(record.infraRetries).toBe(1);
+
+    nowMs = T0 + 3;
+    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-2' });
+    nowMs = T0 + 4;
+    await store.transition(card, { state: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown' });
+    nowMs = T0 + 5;
+    await store.transition(card, { state: 'running', attempt: 2, sandboxId: 'sb-3' });
+    nowMs = T0 + 6;
+    await store.transition(card, { state: 'done', attempt: 2, sandboxId: 'sb-3', verdict: 'ok', exitCode: 0, result: { pr: 'https://x/pr/1' } });
+
+    record = (await store.get(card.id))!;
+    const at = (n: number) => new Date(T0 + n).toISOString();
+    expect(record.history).toEqual([
+      { at: at(0), state: 'queued', attempt: 0, message: 'enqueued' },
+      { at: at(1), state: 'running', attempt: 1, sandboxId: 'sb-1' },
+      {
+        at: at(2),
+        state: 'blocked',
+        attempt: 1,
+        sandboxId: 'sb-1',
+        blockedReason: 'sandbox-dead',
+        verdict: 'sandbox-dead',
+        observedExitCode: 0,
+        message: 'sandbox exited(0)',
+        retryAt: new Date(T0 + 60_000).toISOString(),
+      },
+      { at: at(3), state: 'running', attempt: 1, sandboxId: 'sb-2' },
+      { at: at(4), state: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown' },
+      { at: at(5), state: 'running', attempt: 2, sandboxId: 'sb-3' },
+      { at: at(6), state: 'done', attempt: 2, sandboxId: 'sb-3', verdict: 'ok', exitCode: 0 },
+    ]);
+    expect(record).toMatchObject({ state: 'done', attempts: 2, sandboxId: 'sb-3', observedExitCode: 'unknown', result: { pr: 'https://x/pr/1' }, updatedAt: at(6) });
+    expect(record.blockedReason).toBeUndefined();
+    expect(record.blockedMessage).toBeUndefined();
+    nowMs = T0;
+  });
+
+  it('keeps the lane blocked set: added on blocked, removed on any other state, and blockedReason cleared', async () => {
+    const lane = uid('lane');
+    const a = newCard({ lane });
+    const b = newCard({ lane });
+    await store.create(a);
+    await store.create(b);
+    nowMs = T0 + 10;
+    await store.transition(a, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'which branch?' });
+    nowMs = T0 + 20;
+    await store.transition(b, { state: 'blocked', attempt: 1, blockedReason: 'provider-outage' });
+    expect(await store.blocked(lane)).toEqual([
+      { id: a.id, blockedReason: 'needs-human', since: T0 + 10 },
+      { id: b.id, blockedReason: 'provider-outage', since: T0 + 20 },
+    ]);
+    expect(await redis.zscore(keys.blocked(lane), a.id)).toBe(String(T0 + 10));
+
+    await store.transition(a, { state: 'queued', attempt: 1, event: 'card.unblocked', message: 'unblocked' });
+    expect(await store.blocked(lane)).toEqual([{ id: b.id, blockedReason: 'provider-outage', since: T0 + 20 }]);
+    expect(await redis.zscore(keys.blocked(lane), a.id)).toBeNull();
+    const ra = (await store.get(a.id))!;
+    expect(ra.state).toBe('queued');
+    expect(ra.blockedReason).toBeUndefined();
+    expect(ra.blockedMessage).toBeUndefined();
+    expect(await redis.hexists(keys.card(a.id), 'blockedReason')).toBe(0);
+
+    await store.transition(b, { state: 'failed', attempt: 1, failedReason: 'infra', message: 'out of infra retries' });
+    expect(await store.blocked(lane)).toEqual([]);
+    expect(await redis.exists(keys.blocked(lane))).toBe(0);
+    const rb = (await store.get(b.id))!;
+    expect(rb).toMatchObject({ state: 'failed', failedReason: 'infra' });
+    expect(rb.blockedReason).toBeUndefined();
+    nowMs = T0;
+  });
+
+  it('emits one event per transition into the stream, typed card.<state> unless overridden', async () => {
+    const card = newCard();
+    await store.create(card);
+    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-e', slot: 'w1/0' });
+    await store.transition(card, { state: 'blocked', attempt: 1, sandboxId: 'sb-e', blockedReason: 'sandbox-dead', observedExitCode: 0, verdict: 'sandbox-dead' });
+    await store.transition(card, { state: 'queued', attempt: 1, event: 'card.redriven', message: 'replacement live' });
+    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-f' });
+    await store.transition(card, { state: 'failed', attempt: 1, failedReason: 'command-failed', exitCode: 3, message: 'agent exited 3' });
+
+    const seen = await eventsOf(card.id);
+    expect(seen.map((e) => e.type)).toEqual(['card.queued', 'card.running', 'card.blocked', 'card.redriven', 'card.running', 'card.failed']);
+    for (const e of seen) {
+      expect(e.lane).toBe(card.lane);
+      expect(e.id).toMatch(/^\d+-\d+$/);
+    }
+    expect(seen[1]).toMatchObject({ slot: 'w1/0', sandboxId: 'sb-e' });
+    expect(seen[2]!.data).toEqual({ blockedReason: 'sandbox-dead', verdict: 'sandbox-dead', observedExitCode: 0 });
+    expect(seen[3]!.data).toEqual({ message: 'replacement live' });
+    expect(seen[5]!.data).toEqual({ failedReason: 'command-failed', message: 'agent exited 3' });
+    // The stream ids increase in the order the transitions were made.
+    const ids = seen.map((e) => e.id.split('-').map(Number) as [number, number]);
+    for (let i = 1; i < ids.length; i++) {
+      const [prev, next] = [ids[i - 1]!, ids[i]!];
+      expect(next[0] > prev[0] || (next[0] === prev[0] && next[1] > prev[1])).toBe(true);
+    }
+  });
+
+  it('a failedReason left from an earlier failure is not reported once the card runs again', async () => {
+    const card = newCard();
+    await store.create(card);
+    await store.transition(card, { state: 'failed', attempt: 1, failedReason: 'command-failed' });
+    await store.transition(card, { state: 'queued', attempt: 1 });
+    expect((await store.get(card.id))!.failedReason).toBeUndefined();
+  });
+});
+
+describe('FleetStore on real Redis', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let fleet: FleetStore;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = createRedis(server.url);
+    fleet = new FleetStore(redis);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('heartbeats: latest beat per worker, forgotten workers drop out', async () => {
+    const w1 = uid('w');
+    const w2 = uid('w');
+    await fleet.beat(w1, T0);
+    await fleet.beat(w2, T0 + 5);
+    await fleet.beat(w1, T0 + 10);
+    let beats = await fleet.heartbeats();
+    expect(beats[w1]).toBe(T0 + 10);
+    expect(beats[w2]).toBe(T0 + 5);
+    await fleet.forgetWorker(w1);
+    beats = await fleet.heartbeats();
+    expect(beats[w1]).toBeUndefined();
+    expect(beats[w2]).toBe(T0 + 5);
+  });
+
+  it('lanes: registered names map to their provider', async () => {
+    const a = uid('lane');
+    const b = uid('lane');
+    await fleet.registerLanes([]);
+    await fleet.registerLanes([{ name: a, provider: 'local' }, { name: b, provider: 'modal' }]);
+    const lanes = await fleet.lanes();
+    expect(lanes[a]).toBe('local');
+    expect(lanes[b]).toBe('modal');
+  });
+
+  it('slots: put overwrites per worker/slot, sorted, and removeSlots drops only that worker', async () => {
+    const lane = uid('lane');
+    const sandbox = { id: 'lsb-1', state: 'live' as const, pid: 4242 };
+    await fleet.putSlot(lane, { worker: 'wb', slot: '0', sandbox });
+    await fleet.putSlot(lane, { worker: 'wa', slot: '1' });
+    await fleet.putSlot(lane, { worker: 'wa', slot: '0', cardId: 'c1' });
+    await fleet.putSlot(lane, { worker: 'wa', slot: '0', cardId: 'c2', heartbeatAt: new Date(T0).toISOString() });
+    expect(await fleet.slots(lane)).toEqual([
+      { worker: 'wa', slot: '0', cardId: 'c2', heartbeatAt: new Date(T0).toISOString() },
+      { worker: 'wa', slot: '1' },
+      { worker: 'wb', slot: '0', sandbox },
+    ]);
+    await fleet.removeSlots(lane, 'wa');
+    expect(await fleet.slots(lane)).toEqual([{ worker: 'wb', slot: '0', sandbox }]);
+    await fleet.removeSlots(lane, 'nobody');
+    expect(await fleet.slots(uid('empty'))).toEqual([]);
+  });
+
+  it('breaker: closed by default, then whatever was put', async () => {
+    const lane = uid('lane');
+    expect(await fleet.breaker(lane)).toEqual({ state: 'closed', failures: 0 });
+    const open = { state: 'open' as const, failures: 5, retryAt: new Date(T0 + 10_000).toISOString() };
+    await fleet.putBreaker(lane, open);
+    expect(await fleet.breaker(lane)).toEqual(open);
+    await fleet.putBreaker(lane, { state: 'half-open', failures: 5 });
+    expect(await fleet.breaker(lane)).toEqual({ state: 'half-open', failures: 5 });
+  });
+
+  it('health: undefined until put, then the last put', async () => {
+    const lane = uid('lane');
+    expect(await fleet.health(lane)).toBeUndefined();
+    const h = { status: 'outage' as const, reason: 'breaker open', at: new Date(T0).toISOString() };
+    await fleet.putHealth(lane, h);
+    expect(await fleet.health(lane)).toEqual(h);
+  });
+});
