@@ -1,6 +1,8 @@
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import type { CardRecord, LaneConfigInput } from '@lanes/contracts';
+import type { CardRecord, LaneConfigInput, SandboxRecord } from '@lanes/contracts';
+import { EventLog } from '@lanes/queue';
 import { FaultyProvider, createFaultyProvider } from '@lanes/sandbox';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
@@ -57,6 +59,24 @@ describe('supervision end to end: dead, not down', () => {
     expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'blocked', 'queued', 'running', 'done']);
     expectNoOutage(done);
 
+    const dead = await waitFor('the dead sandbox record to name its replacement', async () => {
+      const r = (await api.request<SandboxRecord>('GET', `/v1/sandboxes/${running.sandboxId}`)).body;
+      return r.replacedBy ? r : undefined;
+    });
+    expect(dead).toMatchObject({ state: 'dead', observedExitCode: 137, replacedBy: done.sandboxId, lane: 'kill9', pid: slot.sandbox!.pid });
+
+    const conn = new Redis(redis.url);
+    try {
+      const events = (await new EventLog(conn).recent(200)).filter((e) => e.lane === 'kill9');
+      const types = events.map((e) => e.type);
+      for (const type of ['sandbox.dead', 'card.blocked', 'sandbox.respawned', 'card.redriven'] as const) expect(types).toContain(type);
+      expect(types.indexOf('card.blocked')).toBeLessThan(types.indexOf('card.redriven'));
+      expect(events.find((e) => e.type === 'sandbox.dead')).toMatchObject({ sandboxId: running.sandboxId, data: { observedExitCode: 137 } });
+      expect(types.some((t) => t.startsWith('breaker.'))).toBe(false);
+    } finally {
+      conn.disconnect();
+    }
+
     const lane = (await api.lanes())[0]!;
     expect(lane.outage).toBe(false);
     expect(lane.breaker.state).toBe('closed');
@@ -91,6 +111,9 @@ describe('supervision end to end: dead, not down', () => {
     expect(entry.observedExitCode).toBe(0);
     const done = await api.waitCard('z-1', 'done', (c) => c.state === 'done');
     expect(done.observedExitCode).toBe(0);
+    const record = (await api.request<SandboxRecord>('GET', `/v1/sandboxes/${entry.sandboxId}`)).body;
+    expect(record.state).toBe('dead');
+    expect(record.observedExitCode).toBe(0);
     expect(done.attempts).toBe(1);
     expectNoOutage(done);
   });
@@ -108,6 +131,8 @@ describe('supervision end to end: dead, not down', () => {
       true,
     );
     await waitFor('breaker open', async () => (await api.lanes())[0]!.breaker.state === 'open', { timeoutMs: 20_000 });
+    // Creates failing is the provider's problem: this, and only this, is the lane-level outage call.
+    await waitFor('the supervisor to call an outage', async () => (await api.lanes())[0]!.outage);
     await api.request('POST', '/v1/cards', { cards: [1, 2, 3].map((i) => ({ id: `b-${i}`, lane: 'breaker', title: `card ${i}` })) });
     for (const i of [1, 2, 3]) {
       const card = await api.waitCard(`b-${i}`, 'done', (c) => c.state === 'done', 30_000);
@@ -118,6 +143,7 @@ describe('supervision end to end: dead, not down', () => {
     expect(cards.some((c) => c.history.some((h) => h.blockedReason === 'provider-outage'))).toBe(true);
     expect(faulty!.stats.createFailuresInjected).toBe(5);
     expect((await api.lanes())[0]!.breaker.state).toBe('closed');
+    await waitFor('the outage call to clear', async () => !(await api.lanes())[0]!.outage);
   });
 
   it('a sandbox that dies on every run of a card fails it with reason infra after its budget; the slot keeps serving', async () => {

@@ -1,4 +1,4 @@
 export { createApiServer, BODY_LIMIT_BYTES, type ApiOptions, type ApiServer } from './server.js';
-export { parseTokens } from './auth.js';
+export { createAuthHook, parseTokens } from './auth.js';
 export { BOARD_PATH } from './board.js';
 export { ApiError } from './api-error.js';

@@ -27,7 +27,7 @@ export interface LaneWorkerDeps {
   log: Logger;
   now: () => number;
   newNonce: () => string;
-  sleep: (ms: number) => Promise<void>;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   filesBaseDir: string;
   /**
    * BullMQ lock, also used as the stalled-check interval: a crashed worker's cards are handed to
@@ -68,6 +68,7 @@ export class LaneWorker {
         sleep: deps.sleep,
         filesBaseDir: deps.filesBaseDir,
         onChange: (slot) => void this.publish(slot),
+        record: (record) => void bestEffort('record sandbox', () => deps.fleet.putSandbox(record), warnTo(log)),
         onLive: () => void this.redrive({ type: 'sandbox-live', lane: lane.name }),
       });
     });
@@ -131,8 +132,10 @@ export class LaneWorker {
 
   /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
   async stop(): Promise<void> {
+    // Stop fetching first, then hand the running cards back; close() resolves once they are.
+    const closing = this.worker?.close();
     for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);
-    if (this.worker) await this.worker.close();
+    await closing;
     await Promise.all(this.pool.slots.map((s) => s.stop()));
     await bestEffort('remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId), warnTo(this.deps.log));
   }

@@ -46,9 +46,12 @@ export function createProcessor(deps: ProcessorDeps) {
       // Cancelled while it was being handed over; never run a finished card again.
       throw new UnrecoverableError(`card ${card.id} is already ${record.state}`);
     }
+    // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
+    const controller = new AbortController();
+    deps.running.set(card.id, controller);
     const slot = deps.pool.take(card.id);
     try {
-      return await runInSlot(deps, job, token, card, record, slot, log.child({ slot: slot.id }));
+      return await runInSlot(deps, job, token, card, record, slot, controller, log.child({ slot: slot.id }));
     } finally {
       deps.running.delete(card.id);
       deps.pool.release(slot);
@@ -63,6 +66,7 @@ async function runInSlot(
   card: Card,
   record: CardRecord,
   slot: Slot,
+  controller: AbortController,
   log: Logger,
 ): Promise<unknown> {
   const { lane, store, now } = deps;
@@ -74,13 +78,23 @@ async function runInSlot(
     throw new DelayedError();
   };
 
+  const stopped = async (step: string): Promise<never> => {
+    if (controller.signal.reason === ('shutdown' satisfies StopReason)) {
+      await store.transition(card, { state: 'queued', attempt, slot: slot.id, message: 'handed back on shutdown' });
+      await job.moveToDelayed(now(), token);
+      throw new DelayedError();
+    }
+    await store.transition(card, { state: 'cancelled', attempt, slot: slot.id, message: `cancelled during ${step}` });
+    log.info({ event: 'card.cancelled' }, 'card.cancelled');
+    throw new UnrecoverableError('cancelled');
+  };
+
   const ready = await slot.ready();
+  if (controller.signal.aborted) return stopped('sandbox start');
   if (ready.kind === 'wait') {
     return block({ blockedReason: 'provider-outage', verdict: 'provider-outage', message: ready.reason, retryAt: ready.retryAt });
   }
   const handle = ready.handle;
-  const controller = new AbortController();
-  deps.running.set(card.id, controller);
   await store.transition(card, { state: 'running', attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` });
   log.info({ event: 'card.running', sandboxId: handle.id, attempt }, 'card.running');
 
@@ -109,19 +123,12 @@ async function runInSlot(
         log.warn({ event: 'card.failed', reason: outcome.message }, 'card.failed');
         throw new UnrecoverableError(message);
       }
-      await store.transition(card, { ...base, state: 'queued', attempt, verdict: 'command-failed', exitCode: outcome.exitCode, message: `${message}; retrying`, event: 'card.failed' });
+      await store.transition(card, { ...base, state: 'queued', attempt, verdict: 'command-failed', exitCode: outcome.exitCode, message: `${message}; retrying` });
       throw new Error(message);
     }
 
     case 'cancelled':
-      if (controller.signal.reason === ('shutdown' satisfies StopReason)) {
-        await store.transition(card, { ...base, state: 'queued', attempt, message: 'handed back on shutdown' });
-        await job.moveToDelayed(now(), token);
-        throw new DelayedError();
-      }
-      await store.transition(card, { ...base, state: 'cancelled', attempt, message: `cancelled during ${outcome.step}` });
-      log.info({ event: 'card.cancelled' }, 'card.cancelled');
-      throw new UnrecoverableError('cancelled');
+      return stopped(outcome.step);
 
     case 'sandbox-dead': {
       const budget = evaluateInfraRetry({ infraRetries: record.infraRetries }, lane.infraRetries);

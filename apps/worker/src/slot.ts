@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { defaults, type LaneConfig, type ObservedExitCode, type SandboxState, type SlotStatus } from '@lanes/contracts';
+import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
 import { execOutcome } from '@lanes/runner';
 import { syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
@@ -23,10 +23,13 @@ export interface SlotDeps {
   log: Logger;
   now: () => number;
   newNonce: () => string;
-  sleep: (ms: number) => Promise<void>;
+  /** Resolves after `ms`, or early when `signal` aborts (a stopping slot does not wait out its backoff). */
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Relative `files[].from` paths resolve against this. */
   filesBaseDir: string;
   onChange: (slot: Slot) => void;
+  /** Keeps the sandbox's record (fire-and-forget: recording never blocks or throws into recovery). */
+  record: (record: SandboxRecord) => void;
   /** A sandbox passed its canary; `respawned` when it replaced a dead one. */
   onLive: (slot: Slot, respawned: boolean) => void;
 }
@@ -43,6 +46,7 @@ export class Slot {
   private deaths: DeathHistory = { deaths: [] };
   private spawning: Promise<SpawnResult> | undefined;
   private stopped = false;
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: SlotDeps) {}
 
@@ -64,7 +68,7 @@ export class Slot {
       this.spawning = undefined;
       if (result.kind !== 'retry') return result;
       const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
-      if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs);
+      if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs, this.stopping.signal);
     }
   }
 
@@ -81,13 +85,14 @@ export class Slot {
     void events
       .append({ type: 'sandbox.dead', at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: old?.id, data: { observedExitCode, reason } })
       .catch(() => undefined);
+    if (old) this.deps.record({ ...this.recordOf(old), state: 'dead', deadAt: new Date(now()).toISOString(), observedExitCode, reason });
     this.deps.onChange(this);
     const decision = evaluateRespawn(this.deaths, lane.respawn, now());
     this.spawning = (async (): Promise<SpawnResult> => {
       if (old) await bestEffort('terminate dead sandbox', () => provider.terminateById(old.id), warnTo(log));
       if (decision.action === 'wait') {
         log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
-        await this.deps.sleep(decision.delayMs);
+        await this.deps.sleep(decision.delayMs, this.stopping.signal);
       }
       return this.spawn(true);
     })();
@@ -96,6 +101,7 @@ export class Slot {
   /** Creates a sandbox from the base image, re-applies file sync, and passes the canary before it is live. */
   private async spawn(respawn: boolean): Promise<SpawnResult> {
     const { lane, provider, breaker, log, now } = this.deps;
+    if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     const gate = breaker.gate();
     if (gate.action === 'wait') {
       this.setState('waiting-provider');
@@ -120,6 +126,10 @@ export class Slot {
       log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
       return { kind: 'retry', reason: String(err) };
     }
+    if (this.stopped) {
+      await bestEffort('terminate sandbox created while stopping', () => handle.terminate(), warnTo(log));
+      return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    }
     const failure = await this.prepare(handle);
     if (failure) {
       breaker.failure(failure);
@@ -129,6 +139,8 @@ export class Slot {
       return { kind: 'retry', reason: failure };
     }
     breaker.canaryPassed();
+    if (this.deadSandboxId) this.deps.record({ ...this.recordOf({ id: this.deadSandboxId }), state: 'dead', replacedBy: handle.id });
+    this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
     this.handle = handle;
     this.observedExitCode = undefined;
     this.deadSandboxId = undefined;
@@ -146,7 +158,13 @@ export class Slot {
   private async prepare(handle: SandboxHandle): Promise<string | undefined> {
     const { lane, filesBaseDir, newNonce } = this.deps;
     try {
-      if (lane.files.length) await syncFiles(handle, lane.files, { baseDir: filesBaseDir });
+      if (lane.files.length) {
+        const summary = await syncFiles(handle, lane.files, {
+          baseDir: filesBaseDir,
+          onProgress: (p) => this.deps.log.info({ event: 'sandbox.sync', sandboxId: handle.id, batch: p.batch, batches: p.batches, entries: p.entries, totalEntries: p.totalEntries }, 'file sync progress'),
+        });
+        this.deps.log.info({ event: 'sandbox.synced', sandboxId: handle.id, ...summary }, 'file sync done');
+      }
     } catch (err) {
       return `file sync failed: ${String(err)}`;
     }
@@ -154,6 +172,11 @@ export class Slot {
     const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: lane.canaryTimeoutMs });
     const reading = readCanary(outcome, nonce);
     return reading.finding.kind === 'polled' && reading.finding.canary === 'answered' ? undefined : `canary: ${reading.reason}`;
+  }
+
+  private recordOf(handle: { id: string; pid?: number | undefined }): SandboxRecord {
+    const { lane, workerId, provider } = this.deps;
+    return { id: handle.id, provider: provider.name, state: 'live', lane: lane.name, slot: this.id, worker: workerId, ...(handle.pid !== undefined ? { pid: handle.pid } : {}) };
   }
 
   private setState(state: SlotState): void {
@@ -186,6 +209,7 @@ export class Slot {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     const spawning = this.spawning;
     if (spawning) await spawning.catch(() => undefined);
     const handle = this.handle;

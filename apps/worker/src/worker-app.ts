@@ -9,6 +9,16 @@ import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
 
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
 export interface WorkerAppOptions {
   lanes: readonly LaneConfig[];
   redis: Redis;
@@ -21,7 +31,7 @@ export interface WorkerAppOptions {
   lockDurationMs?: number;
   now?: () => number;
   newNonce?: () => string;
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export interface WorkerApp {
@@ -58,7 +68,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
         log: log.child({ lane: lane.name }),
         now,
         newNonce: options.newNonce ?? (() => `lanes-canary-${randomUUID()}`),
-        sleep: options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
+        sleep: options.sleep ?? abortableSleep,
         filesBaseDir: options.filesBaseDir ?? process.cwd(),
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
       }),

@@ -27,6 +27,8 @@ export {
   SandboxTagsSchema,
   SandboxSpecSchema,
   FileSyncSchema,
+  SandboxRecordSchema,
+  type SandboxRecord,
   type SandboxState,
   type ObservedExitCode,
   type Verdict,

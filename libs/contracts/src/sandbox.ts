@@ -54,3 +54,22 @@ export const SandboxSpecSchema = z.object({
   timeoutMs: z.number().int().positive().optional(),
 });
 export type SandboxSpec = z.input<typeof SandboxSpecSchema>;
+
+/** What lanes remembers about one sandbox: who owned it, and how it ended. */
+export const SandboxRecordSchema = z.object({
+  id: z.string(),
+  provider: z.string(),
+  state: SandboxStateSchema,
+  lane: z.string(),
+  slot: z.string(),
+  worker: z.string(),
+  pid: z.number().int().optional(),
+  createdAt: z.string().optional(),
+  liveAt: z.string().optional(),
+  deadAt: z.string().optional(),
+  /** The exit code seen at decision time; `"unknown"` when nothing was observed. */
+  observedExitCode: ObservedExitCodeSchema.optional(),
+  reason: z.string().optional(),
+  replacedBy: z.string().optional(),
+});
+export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;

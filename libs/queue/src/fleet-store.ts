@@ -1,6 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { BreakerStateName, SlotStatus } from '@lanes/contracts';
+import type { BreakerStateName, SandboxRecord, SlotStatus } from '@lanes/contracts';
 import { keys } from './names.js';
+
+/** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
+export const SANDBOX_RECORD_TTL_S = 7 * 24 * 3600;
 
 export interface LaneHealth {
   status: 'healthy' | 'degraded' | 'outage';
@@ -76,5 +79,17 @@ export class FleetStore {
   async health(lane: string): Promise<LaneHealth | undefined> {
     const raw = await this.redis.get(keys.health(lane));
     return raw ? (JSON.parse(raw) as LaneHealth) : undefined;
+  }
+
+  /** Merges fields into the sandbox's record (created, live, dead with its observed exit code). */
+  async putSandbox(record: SandboxRecord): Promise<void> {
+    const key = keys.sandbox(record.id);
+    const previous = await this.sandbox(record.id);
+    await this.redis.set(key, JSON.stringify({ ...previous, ...record }), 'EX', SANDBOX_RECORD_TTL_S);
+  }
+
+  async sandbox(id: string): Promise<SandboxRecord | undefined> {
+    const raw = await this.redis.get(keys.sandbox(id));
+    return raw ? (JSON.parse(raw) as SandboxRecord) : undefined;
   }
 }

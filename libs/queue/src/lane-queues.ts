@@ -101,7 +101,10 @@ export class LaneQueues {
     if (record.state !== 'blocked') {
       return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is ${record.state}, not blocked` };
     }
-    await this.redrive(record, 'card.unblocked', note ? `unblocked: ${note}` : 'unblocked');
+    if (!(await this.redrive(record, 'card.unblocked', note ? `unblocked: ${note}` : 'unblocked'))) {
+      // Its job is not delayed (still active, or gone): saying "queued" would leave it blocked unseen.
+      return { ok: false, code: 'CARD_STATE', state: 'blocked', message: `card ${cardId} is blocked but its job could not be re-queued; try again` };
+    }
     return { ok: true, state: 'queued' };
   }
 

@@ -13,6 +13,7 @@ export const keys = {
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,
+  sandbox: (id: string) => `${STORE_PREFIX}:sandbox:${id}`,
   lanes: () => `${STORE_PREFIX}:lanes`,
   workers: () => `${STORE_PREFIX}:workers`,
   events: () => `${STORE_PREFIX}:events`,

@@ -1,0 +1,213 @@
+import { randomBytes } from 'node:crypto';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LaneConfigSchema, type Card } from '@lanes/contracts';
+import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys } from '@lanes/queue';
+import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
+
+const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
+
+describe('LaneQueues on real Redis', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let events: EventLog;
+  let store: CardStore;
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = createRedis(server.url);
+    events = new EventLog(redis);
+    store = new CardStore({ redis, events, now: Date.now });
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
+  function laneQueues() {
+    const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3 });
+    const queues = new LaneQueues({ redis, store, lanes: [lane] });
+    closers.push(async () => {
+      await queues.queue(lane.name)!.obliterate({ force: true });
+      await queues.close();
+    });
+    const card = (over: Partial<Card> = {}): Card => ({ id: uid('card'), lane: lane.name, title: 'Fix flaky test', priority: 0, ...over });
+    return { lane, queues, queue: queues.queue(lane.name)!, card };
+  }
+
+  const jobKey = (lane: string, id: string) => `${QUEUE_PREFIX}:${lane}:${id}`;
+  const eventTypes = async (cardId: string) => (await events.recent(1_000)).filter((e) => e.cardId === cardId).map((e) => e.type);
+
+  it('enqueue creates the BullMQ job with jobId = card id under prefix lanes, with the lane job options', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card({ priority: 3, metadata: { board: 'k' } });
+    expect(await queues.enqueue(c)).toEqual({ created: true, id: c.id, state: 'queued' });
+    expect(await redis.exists(jobKey(lane.name, c.id))).toBe(1);
+    const job = (await queue.getJob(c.id))!;
+    expect(job.id).toBe(c.id);
+    expect(job.name).toBe(lane.name);
+    expect(job.data).toEqual(c);
+    expect(job.opts.attempts).toBe(3);
+    expect(job.opts.priority).toBe(3);
+    expect(await job.getState()).toBe('prioritized');
+    expect((await store.get(c.id))!.state).toBe('queued');
+  });
+
+  it('enqueue is idempotent: the second call returns created:false and leaves one job', async () => {
+    const { queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    expect(await queues.enqueue({ ...c, title: 'again' })).toEqual({ created: false, id: c.id, state: 'queued' });
+    expect(await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active')).toEqual({ waiting: 1, prioritized: 0, delayed: 0, active: 0 });
+    expect((await queue.getJob(c.id))!.data.title).toBe('Fix flaky test');
+    expect((await store.get(c.id))!.history).toHaveLength(1);
+  });
+
+  it('enqueue of an id whose card already finished returns its state and adds no job', async () => {
+    const { queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    await store.transition(c, { state: 'done', attempt: 1 });
+    expect(await queues.enqueue(c)).toEqual({ created: false, id: c.id, state: 'done' });
+    expect(await queue.getJob(c.id)).toBeUndefined();
+  });
+
+  it('enqueue repairs a record left queued with no job (a crash between the two writes)', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    expect(await queue.getJob(c.id)).toBeUndefined();
+    expect(await queues.enqueue(c)).toEqual({ created: false, id: c.id, state: 'queued' });
+    expect(await redis.exists(jobKey(lane.name, c.id))).toBe(1);
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+  });
+
+  it('enqueue on an unknown lane throws', async () => {
+    const { queues, card } = laneQueues();
+    await expect(queues.enqueue(card({ lane: uid('other') }))).rejects.toThrow(/unknown lane/);
+  });
+
+  it('cancel of a queued card removes its job and marks it cancelled', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    expect(await queues.cancel(c.id)).toEqual({ ok: true, state: 'cancelled' });
+    expect(await queue.getJob(c.id)).toBeUndefined();
+    expect(await redis.exists(jobKey(lane.name, c.id))).toBe(0);
+    const record = (await store.get(c.id))!;
+    expect(record.state).toBe('cancelled');
+    expect(record.history.map((h) => h.state)).toEqual(['queued', 'cancelled']);
+    expect(await eventTypes(c.id)).toEqual(['card.queued', 'card.cancelled']);
+  });
+
+  it('cancel of a terminal card is CARD_STATE; of an unknown id CARD_NOT_FOUND', async () => {
+    const { queues, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    await queues.cancel(c.id);
+    expect(await queues.cancel(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'cancelled' });
+    const d = card();
+    await store.create(d);
+    await store.transition(d, { state: 'failed', attempt: 2, failedReason: 'command-failed' });
+    expect(await queues.cancel(d.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'failed' });
+    expect(await queues.cancel(uid('missing'))).toMatchObject({ ok: false, code: 'CARD_NOT_FOUND' });
+  });
+
+  it('cancel of a running card (active job) keeps the job and tells the slot through pub/sub', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
+    closers.push(() => worker.close());
+    const job = await worker.getNextJob('test-token');
+    expect(job?.id).toBe(c.id);
+    await store.transition(c, { state: 'running', attempt: 1, sandboxId: 'sb-1' });
+
+    const sub = createRedis(server.url);
+    closers.push(async () => sub.disconnect());
+    const heard: string[] = [];
+    sub.on('message', (_channel: string, message: string) => heard.push(message));
+    await sub.subscribe(keys.cancelChannel());
+
+    expect(await queues.cancel(c.id)).toEqual({ ok: true, state: 'running' });
+    await waitFor('cancel message', () => heard.includes(c.id), { timeoutMs: 5_000 });
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('active');
+    expect((await store.get(c.id))!.state).toBe('running');
+  });
+
+  it('redrive promotes a delayed job to waiting and records the card queued with card.redriven', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead' });
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('delayed');
+    expect((await store.blocked(lane.name)).map((b) => b.id)).toEqual([c.id]);
+
+    const record = (await store.get(c.id))!;
+    expect(await queues.redrive(record, 'card.redriven', 'replacement live')).toBe(true);
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+    const after = (await store.get(c.id))!;
+    expect(after.state).toBe('queued');
+    expect(after.blockedReason).toBeUndefined();
+    expect(after.history.at(-1)).toMatchObject({ state: 'queued', attempt: 1, message: 'replacement live' });
+    expect(await store.blocked(lane.name)).toEqual([]);
+    expect((await eventTypes(c.id)).at(-1)).toBe('card.redriven');
+
+    // Safe to call twice: nothing is delayed any more, so nothing changes.
+    expect(await queues.redrive(after, 'card.redriven', 'again')).toBe(false);
+    expect((await store.get(c.id))!.history).toHaveLength(after.history.length);
+    // No job at all: nothing to re-drive.
+    expect(await queues.redrive({ id: uid('nojob'), lane: lane.name, attempts: 0 }, 'card.redriven', 'x')).toBe(false);
+  });
+
+  it('unblock re-queues a blocked (delayed) card as card.unblocked and keeps its attempts', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+    await store.transition(c, { state: 'blocked', attempt: 2, blockedReason: 'needs-human', message: 'which branch?' });
+
+    expect(await queues.unblock(c.id, 'use main')).toEqual({ ok: true, state: 'queued' });
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+    const record = (await store.get(c.id))!;
+    expect(record).toMatchObject({ state: 'queued', attempts: 2 });
+    expect(record.blockedReason).toBeUndefined();
+    expect(record.history.at(-1)).toMatchObject({ state: 'queued', attempt: 2, message: 'unblocked: use main' });
+    expect((await eventTypes(c.id)).at(-1)).toBe('card.unblocked');
+  });
+
+  it('unblock is only for blocked cards; unknown ids are CARD_NOT_FOUND', async () => {
+    const { queues, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'queued' });
+    await store.transition(c, { state: 'running', attempt: 1 });
+    expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'running' });
+    await store.transition(c, { state: 'done', attempt: 1 });
+    expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'done' });
+    expect(await queues.unblock(uid('missing'))).toMatchObject({ ok: false, code: 'CARD_NOT_FOUND' });
+  });
+
+  it('unblock does not claim success when the job could not be re-queued (still active)', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
+    closers.push(() => worker.close());
+    expect((await worker.getNextJob('test-token'))?.id).toBe(c.id);
+    // The worker recorded blocked but has not moved the job to delayed yet.
+    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help' });
+
+    expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'blocked' });
+    const record = (await store.get(c.id))!;
+    expect(record.state).toBe('blocked');
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('active');
+  });
+});

@@ -1,0 +1,253 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LaneConfigSchema, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
+import { createLocalProvider, type LocalSandboxProvider, type OutputStream, type SandboxHandle } from '@lanes/sandbox';
+import { cardPaths, runCard, type RunOutcome } from '@lanes/runner';
+import { waitFor } from '../../../test/harness/index.js';
+
+/** Short graces keep the timeout and cancel cases quick while still escalating through every signal. */
+const KILL_GRACE_MS = 200;
+const CANARY_TIMEOUT_MS = 2_000;
+
+/** One agent for every case: what it does is read from the card's metadata, as a real agent reads its card. */
+const AGENT_SOURCE = `
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+const raw = readFileSync(process.env.LANES_CARD_FILE, 'utf8');
+const card = JSON.parse(raw);
+const m = card.metadata ?? {};
+const out = process.env.LANES_OUTPUT_DIR;
+const write = (name, v) => writeFileSync(join(out, name), typeof v === 'string' ? v : JSON.stringify(v));
+switch (m.mode) {
+  case 'result': write('result.json', JSON.stringify(m.result)); process.exit(0);
+  case 'no-result': process.exit(0);
+  case 'bad-result': write('result.json', '{"pr": '); process.exit(0);
+  case 'exit-75': console.log('looked around'); console.log(m.reason); process.exit(75);
+  case 'blocked-json': console.log('not this line'); write('blocked.json', { reason: m.reason }); process.exit(m.exitCode);
+  case 'fail': process.stdout.write(m.stdout ?? ''); process.stderr.write(m.stderr ?? ''); process.exit(m.exitCode);
+  case 'env': {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LANES_') && !k.startsWith('LANES_SANDBOX') && k !== 'LANES_TEST_SPEC_ENV'));
+    write('result.json', { env, cwd: process.cwd(), setupMarker: existsSync('setup-marker') ? readFileSync('setup-marker', 'utf8') : null, cardFile: raw });
+    process.exit(0);
+  }
+  case 'by-attempt': if (process.env.LANES_ATTEMPT === '1') write('result.json', { attempt: 1 }); process.exit(0);
+  case 'sleep': console.log('started'); setInterval(() => undefined, 1_000); break;
+  default: console.error('unknown mode ' + m.mode); process.exit(2);
+}
+`;
+
+/** A bash agent that touches card text only the safe way: quoted expansions and file copies. */
+const BASH_AGENT_SOURCE = `
+set -eu
+printf '%s' "$LANES_CARD_TITLE" > "$LANES_OUTPUT_DIR/title.txt"
+cp "$LANES_CARD_FILE" "$LANES_OUTPUT_DIR/card-copy.json"
+exit 0
+`;
+
+const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
+
+describe('runCard on a real local sandbox', () => {
+  let dir: string;
+  let provider: LocalSandboxProvider;
+  let handle: SandboxHandle;
+  let agentPath: string;
+  let bashAgentPath: string;
+  let n = 0;
+  const newNonce = () => `nonce-${n++}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'lanes-runner-test-'));
+    agentPath = join(dir, 'agent.mjs');
+    writeFileSync(agentPath, AGENT_SOURCE);
+    bashAgentPath = join(dir, 'agent.sh');
+    writeFileSync(bashAgentPath, BASH_AGENT_SOURCE);
+    provider = createLocalProvider({ baseDir: join(dir, 'sandboxes'), killGraceMs: KILL_GRACE_MS });
+    handle = await provider.create({ image: 'local', tags: { lane: 'runner-test', slot: '0', worker: `w-${process.pid}` } });
+  });
+  afterAll(async () => {
+    await handle?.terminate();
+    await provider?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const lane = (over: Partial<LaneConfigInput> = {}): LaneConfig =>
+    LaneConfigSchema.parse({ name: 'runner-test', agent: [process.execPath, agentPath], killGraceMs: KILL_GRACE_MS, canaryTimeoutMs: CANARY_TIMEOUT_MS, ...over });
+  const card = (metadata: Record<string, unknown>, over: Partial<Card> = {}): Card =>
+    ({ id: uid('card'), lane: 'runner-test', title: 'Fix flaky test', priority: 0, metadata, ...over }) as Card;
+  const run = (c: Card, l: LaneConfig = lane(), extra: { attempt?: number; signal?: AbortSignal; onOutput?: (s: OutputStream, chunk: string) => void; on?: SandboxHandle } = {}): Promise<RunOutcome> =>
+    runCard(
+      { handle: extra.on ?? handle, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS },
+      { card: c, lane: l, attempt: extra.attempt ?? 1, ...(extra.signal ? { signal: extra.signal } : {}), ...(extra.onOutput ? { onOutput: extra.onOutput } : {}) },
+    );
+  /** onOutput that resolves once the agent printed `started`. */
+  const started = () => {
+    let text = '';
+    let seen!: () => void;
+    const promise = new Promise<void>((resolve) => (seen = resolve));
+    return {
+      promise,
+      onOutput: (_s: OutputStream, chunk: string) => {
+        text += chunk;
+        if (text.includes('started')) seen();
+      },
+    };
+  };
+
+  it('exit 0 with result.json is done with that result', async () => {
+    const result = { pr: 'https://example.invalid/pr/12', files: ['a.ts'], n: 0, ok: true };
+    expect(await run(card({ mode: 'result', result }))).toEqual({ kind: 'done', result, step: 'agent' });
+  });
+
+  it('exit 0 without result.json is done with result undefined', async () => {
+    const outcome = await run(card({ mode: 'no-result' }));
+    expect(outcome).toEqual({ kind: 'done', step: 'agent' });
+    expect(outcome.kind === 'done' && 'result' in outcome ? outcome.result : undefined).toBeUndefined();
+  });
+
+  it('exit 0 with an invalid result.json is failed, saying so', async () => {
+    const outcome = await run(card({ mode: 'bad-result' }));
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 0, step: 'agent' });
+    expect(outcome.kind === 'failed' && outcome.message).toMatch(/result\.json is not valid JSON/);
+  });
+
+  it('exit 75 is needs-human with the last stdout line as the reason', async () => {
+    expect(await run(card({ mode: 'exit-75', reason: 'which base branch?' }))).toEqual({ kind: 'needs-human', reason: 'which base branch?', exitCode: 75, step: 'agent' });
+  });
+
+  it.each([0, 3, 75])('blocked.json with a reason is needs-human with that reason (exit %i)', async (exitCode) => {
+    expect(await run(card({ mode: 'blocked-json', reason: 'needs repo credentials', exitCode }))).toEqual({
+      kind: 'needs-human',
+      reason: 'needs repo credentials',
+      exitCode,
+      step: 'agent',
+    });
+  });
+
+  it('exit 3 is failed command-failed with exit code 3 and the output tail in the message', async () => {
+    const stderr = `${'x'.repeat(2_000)}\nTypeError: boom at line 7\n`;
+    const outcome = await run(card({ mode: 'fail', exitCode: 3, stdout: 'some progress\n', stderr }));
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 3, step: 'agent' });
+    const message = outcome.kind === 'failed' ? outcome.message : '';
+    expect(message).toMatch(/^agent exited 3: /);
+    expect(message).toContain('TypeError: boom at line 7');
+    expect(message.length).toBeLessThan(600);
+  });
+
+  it('a bare exit 1 on a live sandbox is probed and stays a command failure', async () => {
+    expect(await run(card({ mode: 'fail', exitCode: 1 }))).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 1, step: 'agent' });
+    expect(await handle.poll()).toEqual({ state: 'live' });
+  });
+
+  it('a failing setup command fails the card at setup[i] and the agent never runs', async () => {
+    const c = card({ mode: 'result', result: { never: true } });
+    const outcome = await run(c, lane({ setup: [['true'], ['sh', '-c', 'echo clone failed >&2; exit 4'], ['true']] }));
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 4, step: 'setup[1]' });
+    expect(outcome.kind === 'failed' && outcome.message).toBe('setup[1] exited 4: clone failed');
+    expect(existsSync(cardPaths(handle.workdir, c.id).resultFile)).toBe(false);
+
+    const first = await run(card({ mode: 'result', result: 1 }), lane({ setup: [['false']] }));
+    expect(first).toMatchObject({ kind: 'failed', step: 'setup[0]' });
+  });
+
+  it('setup runs before the agent, in LANES_WORK_DIR, and the protocol env and card file reach the agent', async () => {
+    const c = card(
+      { mode: 'env', nested: { list: [1, 'two', null, { deep: true }] }, unicode: 'é ✓ 漢字' },
+      { repo: 'https://example.invalid/repo.git', pr: { number: 12, branch: 'fix/x', base: 'main' }, prompt: 'line one\nline two' },
+    );
+    const outcome = await run(c, lane({ setup: [['sh', '-c', 'pwd > setup-marker']], env: { LANE_ONLY: 'yes' } }), { attempt: 2 });
+    expect(outcome.kind).toBe('done');
+    const result = (outcome as Extract<RunOutcome, { kind: 'done' }>).result as { env: Record<string, string>; cwd: string; setupMarker: string | null; cardFile: string };
+    const paths = cardPaths(handle.workdir, c.id);
+    expect(result.env).toMatchObject({
+      LANES_CARD_ID: c.id,
+      LANES_CARD_FILE: paths.cardFile,
+      LANES_OUTPUT_DIR: paths.outputDir,
+      LANES_WORK_DIR: paths.workDir,
+      LANES_LANE: 'runner-test',
+      LANES_ATTEMPT: '2',
+      LANES_PR_NUMBER: '12',
+      LANES_PR_BRANCH: 'fix/x',
+      LANES_PR_BASE: 'main',
+      LANES_CARD_TITLE: c.title,
+      LANES_CARD_REPO: 'https://example.invalid/repo.git',
+    });
+    expect(realpathSync(result.cwd)).toBe(realpathSync(paths.workDir));
+    expect(result.setupMarker?.trim()).toBe(result.cwd);
+    expect(JSON.parse(result.cardFile)).toEqual(c);
+  });
+
+  it('card text with shell metacharacters never executes and reaches the agent byte-exact', async () => {
+    const marker = `/tmp/pwned-${randomBytes(6).toString('hex')}`;
+    const title = `$(touch ${marker}) \`touch ${marker}\` ; touch ${marker} ; rm -rf ${marker}-dir && echo "'quoted'" | cat`;
+    const prompt = `please ; rm -rf / ; $(touch ${marker}) && \`touch ${marker}\` > ${marker} $HOME \\ \n\t"' ${'$'}{IFS}`;
+    const c = card({ note: `\`touch ${marker}\`` }, { title, prompt, pr: { number: 7, branch: `x$(touch ${marker})` } });
+    try {
+      const outcome = await run(c, lane({ agent: ['bash', bashAgentPath], setup: [['sh', '-c', 'printf %s "$LANES_CARD_TITLE" > title-in-setup.txt']] }));
+      expect(outcome).toEqual({ kind: 'done', step: 'agent' });
+      const paths = cardPaths(handle.workdir, c.id);
+      expect(existsSync(marker)).toBe(false);
+      expect(readFileSync(join(paths.outputDir, 'title.txt'), 'utf8')).toBe(title);
+      expect(readFileSync(join(paths.workDir, 'title-in-setup.txt'), 'utf8')).toBe(title);
+      const copied = JSON.parse(readFileSync(join(paths.outputDir, 'card-copy.json'), 'utf8')) as Card;
+      expect(copied).toEqual(c);
+      expect(copied.title).toBe(title);
+      expect(copied.prompt).toBe(prompt);
+    } finally {
+      rmSync(marker, { force: true });
+    }
+  });
+
+  it('a timeout fails the card with failedReason timeout, and the same sandbox runs the next card', async () => {
+    const outcome = await run(card({ mode: 'sleep' }), lane({ commandTimeoutMs: 500 }));
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'timeout', step: 'agent' });
+    expect(outcome.kind === 'failed' && outcome.message).toMatch(/^agent timed out/);
+    expect(await handle.poll()).toEqual({ state: 'live' });
+    expect(await run(card({ mode: 'result', result: 'after timeout' }))).toEqual({ kind: 'done', result: 'after timeout', step: 'agent' });
+  });
+
+  it('an abort mid-run is cancelled, and the sandbox survives it', async () => {
+    const controller = new AbortController();
+    const watch = started();
+    const running = run(card({ mode: 'sleep' }), lane(), { signal: controller.signal, onOutput: watch.onOutput });
+    await watch.promise;
+    controller.abort();
+    expect(await running).toEqual({ kind: 'cancelled', step: 'agent' });
+    expect(await handle.poll()).toEqual({ state: 'live' });
+    expect(await run(card({ mode: 'result', result: 'after cancel' }))).toEqual({ kind: 'done', result: 'after cancel', step: 'agent' });
+  });
+
+  it('an already-aborted signal is cancelled before the agent starts', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const outcome = await run(card({ mode: 'result', result: 1 }), lane(), { signal: controller.signal });
+    expect(outcome.kind).toBe('cancelled');
+  });
+
+  it('a fresh attempt clears the previous attempt output (result.json of attempt 1 does not leak into attempt 2)', async () => {
+    const c = card({ mode: 'by-attempt' });
+    expect(await run(c, lane(), { attempt: 1 })).toEqual({ kind: 'done', result: { attempt: 1 }, step: 'agent' });
+    expect(existsSync(cardPaths(handle.workdir, c.id).resultFile)).toBe(true);
+    expect(await run(c, lane(), { attempt: 2 })).toEqual({ kind: 'done', step: 'agent' });
+  });
+
+  it('killing the sandbox root pid mid-run is sandbox-dead with observedExitCode 137', async () => {
+    const doomed = await provider.create({ image: 'local', tags: { lane: 'runner-test', slot: '1', worker: `w-${process.pid}` } });
+    try {
+      const watch = started();
+      const running = run(card({ mode: 'sleep' }), lane(), { on: doomed, onOutput: watch.onOutput });
+      await watch.promise;
+      process.kill(doomed.pid!, 'SIGKILL');
+      const outcome = await running;
+      expect(outcome).toMatchObject({ kind: 'sandbox-dead', observedExitCode: 137, step: 'agent' });
+      expect(await doomed.poll()).toEqual({ state: 'exited', exitCode: 137 });
+      // The sandbox this file shares is untouched.
+      expect(await handle.poll()).toEqual({ state: 'live' });
+    } finally {
+      await doomed.terminate();
+    }
+    await waitFor('doomed sandbox gone from the listing', async () => !(await provider.list()).some((r) => r.id === doomed.id), { timeoutMs: 5_000 });
+  });
+});
