@@ -13,10 +13,10 @@ export const DEFAULT_LOCAL_REDIS = { host: '127.0.0.1', port: 6379 };
 export class RedisUnavailableError extends LanesError {
   readonly code = 'REDIS_UNAVAILABLE';
   readonly retry = 'permanent' as const;
-  constructor() {
+  constructor(localPort = DEFAULT_LOCAL_REDIS.port) {
     super(
       [
-        'no Redis: REDIS_URL is unset, nothing answers on 127.0.0.1:6379, and there is no redis-server on PATH.',
+        `no Redis: REDIS_URL is unset, nothing answers on ${DEFAULT_LOCAL_REDIS.host}:${localPort}, and there is no redis-server on PATH.`,
         'Get one with any of:',
         '  apt install redis-server        (Debian/Ubuntu)',
         '  brew install redis              (macOS)',
@@ -44,6 +44,8 @@ export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TI
     };
     socket.setTimeout(timeoutMs, () => done(false));
     socket.once('error', () => done(false));
+    // A listener that hangs up without a word is not Redis; the idle timeout dies with the socket.
+    socket.once('close', () => done(false));
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (buf) => done(buf.toString().startsWith('+PONG')));
   });
@@ -60,30 +62,44 @@ function freePort(): Promise<number> {
   });
 }
 
+export interface ResolveRedisOptions {
+  /** Port of the local Redis to try before starting one. Default 6379 (DEFAULT_LOCAL_REDIS). */
+  localPort?: number;
+  /** redis-server binary, a name looked up on PATH or a path. Default `redis-server`. */
+  redisServer?: string;
+}
+
 /**
  * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
  * port with AOF in `dataDir`; else RedisUnavailableError saying how to get one.
  */
-export async function resolveRedis(env: { REDIS_URL?: string | undefined }, dataDir: string): Promise<ResolvedRedis> {
+export async function resolveRedis(
+  env: { REDIS_URL?: string | undefined },
+  dataDir: string,
+  options: ResolveRedisOptions = {},
+): Promise<ResolvedRedis> {
+  const localPort = options.localPort ?? DEFAULT_LOCAL_REDIS.port;
   const noop = async () => undefined;
   if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL', stop: noop };
-  if (await pingRedis(DEFAULT_LOCAL_REDIS.host, DEFAULT_LOCAL_REDIS.port)) {
-    return { url: `redis://${DEFAULT_LOCAL_REDIS.host}:${DEFAULT_LOCAL_REDIS.port}`, source: 'local 6379', stop: noop };
+  if (await pingRedis(DEFAULT_LOCAL_REDIS.host, localPort)) {
+    return { url: `redis://${DEFAULT_LOCAL_REDIS.host}:${localPort}`, source: 'local 6379', stop: noop };
   }
   const port = await freePort();
   mkdirSync(dataDir, { recursive: true });
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''];
-  const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(options.redisServer ?? 'redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const spawnFailed = await new Promise<boolean>((resolve) => {
     child.once('error', () => resolve(true));
     child.once('spawn', () => resolve(false));
   });
-  if (spawnFailed) throw new RedisUnavailableError();
+  if (spawnFailed) throw new RedisUnavailableError(localPort);
+  // A process ended by a signal has exitCode null and signalCode set.
+  const ended = () => child.exitCode !== null || child.signalCode !== null;
   const deadline = Date.now() + REDIS_START_TIMEOUT_MS;
   while (!(await pingRedis('127.0.0.1', port))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
+    if (ended() || Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new RedisUnavailableError();
+      throw new RedisUnavailableError(localPort);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -91,7 +107,7 @@ export async function resolveRedis(env: { REDIS_URL?: string | undefined }, data
     url: `redis://127.0.0.1:${port}`,
     source: 'embedded redis-server',
     async stop() {
-      if (child.exitCode !== null) return;
+      if (ended()) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
