@@ -10,6 +10,10 @@ import type { CardStore } from './card-store.js';
 import { jobOptions } from './job-options.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
+/** A worker moves a blocked card's job to delayed within milliseconds of recording it blocked. */
+export const REDRIVE_HANDOVER_MS = 2_000;
+const REDRIVE_HANDOVER_POLL_MS = 25;
+
 export interface LaneQueuesDeps {
   redis: Redis;
   store: CardStore;
@@ -108,10 +112,21 @@ export class LaneQueues {
     return { ok: true, state: 'queued' };
   }
 
-  /** Moves a blocked (delayed) card back to waiting now. Safe to call twice. */
+  /**
+   * Moves a blocked (delayed) card back to waiting now. Safe to call twice. A worker records
+   * `blocked` just before it moves the job to delayed, so a job still active is given a moment
+   * (REDRIVE_HANDOVER_MS) to finish that hand-over.
+   */
   async redrive(card: Pick<Card, 'id' | 'lane'> & { attempts: number }, event: 'card.redriven' | 'card.unblocked', message: string): Promise<boolean> {
     const job = await this.job(card.id, card.lane);
     if (!job) return false;
+    const deadline = Date.now() + REDRIVE_HANDOVER_MS;
+    let state = await job.getState();
+    while (state === 'active' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, REDRIVE_HANDOVER_POLL_MS));
+      state = await job.getState();
+    }
+    if (state !== 'delayed') return false;
     const promoted = await job.promote().then(
       () => true,
       () => false,

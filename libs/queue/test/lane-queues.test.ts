@@ -210,4 +210,22 @@ describe('LaneQueues on real Redis', () => {
     expect(record.state).toBe('blocked');
     expect(await (await queue.getJob(c.id))!.getState()).toBe('active');
   });
+
+  it('unblock waits out the hand-over: a job moved to delayed moments later is re-queued', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
+    closers.push(() => worker.close());
+    const job = (await worker.getNextJob('test-token'))!;
+    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help' });
+
+    const unblocking = queues.unblock(c.id);
+    // The worker finishes its hand-over while unblock is waiting for it.
+    await waitFor('unblock to be polling the active job', async () => (await job.getState()) === 'active');
+    await job.moveToDelayed(Date.now() + 60_000, 'test-token');
+    expect(await unblocking).toEqual({ ok: true, state: 'queued' });
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+    expect((await store.get(c.id))!.state).toBe('queued');
+  });
 });
