@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import { spawnWorker, startRedis, startTestStack, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
+import { sandboxMembers } from '@lanes/sandbox';
+import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const LOCK_DURATION_MS = 1_500;
 const lane = { name: 'crash', slots: 1, agent: [process.execPath, DEMO_AGENT] };
@@ -44,5 +45,7 @@ describe('chaos: worker kill -9 mid-card', () => {
     expect(done.sandboxId).not.toBe(first.sandboxId);
     const job = await t.stack.api!.queues.job('crash-1', 'crash');
     expect(await job?.getState()).toBe('completed');
+    // The sandbox the dead worker left behind is reaped by id: no process of it is left.
+    await waitFor('the dead worker sandbox to be reaped', () => sandboxMembers(first.sandboxId!).length === 0 && !existsSync(join(sandboxDir, first.sandboxId!)), { timeoutMs: 10_000 });
   }, 60_000);
 });

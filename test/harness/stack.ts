@@ -58,7 +58,8 @@ export async function startTestStack(
     sandboxDir,
     async stop() {
       await stack.stop();
-      rmSync(sandboxDir, { recursive: true, force: true });
+      // A directory the caller passed in is the caller's: other processes' sandboxes may live there.
+      if (!options.sandboxDir) rmSync(sandboxDir, { recursive: true, force: true });
     },
   };
 }
