@@ -44,6 +44,9 @@ describe('card flow on the embedded default', () => {
     expect(result.files).toEqual(['cards/flow-1.md']);
     for (const h of card.history) expect(Date.parse(h.at)).not.toBeNaN();
     expect(card.history[1]!.sandboxId).toBe(card.sandboxId);
+    // The agent's output streamed into the BullMQ job log, where Bull Board shows it.
+    const logs = await t.stack.api!.queues.queue('demo')!.getJobLogs('flow-1');
+    expect(logs.logs.join('\n')).toContain(`committed ${result.commit} on fix/flaky`);
   });
 
   it('re-posting an existing id returns 200 and does not run it twice', async () => {

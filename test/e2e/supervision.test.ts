@@ -118,30 +118,37 @@ describe('supervision end to end: dead, not down', () => {
     expectNoOutage(done);
   });
 
-  it('five create failures open the breaker; cards wait as provider-outage, then all reach done', async () => {
+  it.each([
+    ['create failures', { createFailures: 5 }, 'createFailuresInjected'],
+    ['connect timeouts', { connectTimeouts: 5 }, 'connectTimeoutsInjected'],
+  ] as const)('five %s open the breaker; cards wait as provider-outage, then all reach done', async (_what, faults, stat) => {
     const { api } = await start(
       {
         name: 'breaker',
         slots: 1,
         agent,
         respawn: fastRespawn,
+        connectTimeoutMs: 300,
         breaker: { failureThreshold: 5, windowMs: 60_000, openMs: 1_000 },
-        faults: { createFailures: 5 },
+        faults,
       },
       true,
     );
     await waitFor('breaker open', async () => (await api.lanes())[0]!.breaker.state === 'open', { timeoutMs: 20_000 });
     // Creates failing is the provider's problem: this, and only this, is the lane-level outage call.
     await waitFor('the supervisor to call an outage', async () => (await api.lanes())[0]!.outage);
-    await api.request('POST', '/v1/cards', { cards: [1, 2, 3].map((i) => ({ id: `b-${i}`, lane: 'breaker', title: `card ${i}` })) });
-    for (const i of [1, 2, 3]) {
-      const card = await api.waitCard(`b-${i}`, 'done', (c) => c.state === 'done', 30_000);
+    // One Redis serves every case here: card ids are per case, so no case sees another's cards.
+    const ids = [1, 2, 3].map((i) => `${stat}-${i}`);
+    const posted = await api.request<{ cards: Array<{ created: boolean }> }>('POST', '/v1/cards', { cards: ids.map((id) => ({ id, lane: 'breaker', title: id })) });
+    expect(posted.body.cards.every((c) => c.created)).toBe(true);
+    for (const id of ids) {
+      const card = await api.waitCard(id, 'done', (c) => c.state === 'done', 30_000);
       expect(card.attempts).toBe(1);
       expect(card.history.some((h) => h.state === 'failed')).toBe(false);
     }
-    const cards = await Promise.all([1, 2, 3].map((i) => api.card(`b-${i}`)));
+    const cards = await Promise.all(ids.map((id) => api.card(id)));
     expect(cards.some((c) => c.history.some((h) => h.blockedReason === 'provider-outage'))).toBe(true);
-    expect(faulty!.stats.createFailuresInjected).toBe(5);
+    expect(faulty!.stats[stat]).toBe(5);
     expect((await api.lanes())[0]!.breaker.state).toBe('closed');
     await waitFor('the outage call to clear', async () => !(await api.lanes())[0]!.outage);
   });

@@ -5,3 +5,4 @@ export { resolveRedis, pingRedis, RedisUnavailableError, type ResolvedRedis, typ
 export { createLogger, REDACT_PATHS } from './logger.js';
 export { table } from './table.js';
 export { DEMO_AGENT, PROJECT_DIR } from './paths.js';
+export { checkProviderCredentials } from './provider-check.js';

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { parseEnv } from '@lanes/contracts';
@@ -5,6 +7,7 @@ import { parseTokens } from '@lanes/api';
 import { redactRedisUrl } from '@lanes/queue';
 import { createProviderRegistry } from '@lanes/sandbox';
 import { loadConfig } from './config-load.js';
+import { checkProviderCredentials } from './provider-check.js';
 import { STATE_DIR } from './paths.js';
 import { redisDataDir, resolveRedis } from './redis-resolve.js';
 import { startStack, type StackOptions } from './stack.js';
@@ -19,6 +22,7 @@ export interface UpOptions {
 export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger, print: (s: string) => void): Promise<number> {
   const settings = parseEnv(env);
   const { config, baseDir, source } = loadConfig(options.config ?? settings.LANES_CONFIG, {});
+  checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
   const redis = await resolveRedis(settings, redisDataDir(STATE_DIR));
   const tokens = parseTokens(settings.LANES_API_TOKENS);
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });

@@ -1,0 +1,77 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_AGENT, PROJECT_DIR, main } from '@lanes/cli';
+import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+
+const BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
+
+describe('the lanes command', () => {
+  let redis: TestRedis;
+  let t: TestStack;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+
+  const run = async (...argv: string[]) => {
+    const out: string[] = [];
+    const code = await main(argv, env, (s) => out.push(s));
+    return { code, text: out.join('\n') };
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-cli-'));
+    t = await startTestStack(redis.url, [{ name: 'cli', slots: 1, agent: [process.execPath, DEMO_AGENT] }]);
+    env = { LANES_API_URL: t.stack.url! };
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('enqueues, shows status and lanes as tables', async () => {
+    const enq = await run('enqueue', '--lane', 'cli', '--title', 'From the CLI', '--id', 'cli-1');
+    expect(enq.code).toBe(0);
+    expect(enq.text).toMatch(/^card\s+state\s+new$/m);
+    expect(enq.text).toMatch(/^cli-1\s+queued\s+yes$/m);
+    await t.api.waitCard('cli-1', 'done', (c) => c.state === 'done');
+
+    const status = await run('status', 'cli-1');
+    expect(status.code).toBe(0);
+    expect(status.text).toMatch(/^cli-1\s+cli\s+done\s/m);
+    expect(status.text).toMatch(/^\S+Z\s+running\s+1\s+lsb-/m);
+    expect(status.text).toContain('result: {"branch":"lanes/cli-1"');
+
+    const lanes = await run('lanes');
+    expect(lanes.text).toMatch(/^lane\s+provider\s+waiting/m);
+    expect(lanes.text).toMatch(/^cli\s+local\s+0\s+0\s+0\s+0\s+1\s+0\s+1\s+1\s+closed\s+no$/m);
+    expect(lanes.text).toMatch(/^cli\s+\S+-cli-0\s+lsb-\S+\s+live\s+\d+/m);
+  });
+
+  it('says what went wrong, with a non-zero exit', async () => {
+    const again = await run('cancel', 'cli-1');
+    expect(again.code).toBe(1);
+    expect((await run('status', 'nope')).code).toBe(1);
+    expect((await run('status')).code).toBe(2);
+    const down = await main(['lanes'], { LANES_API_URL: 'http://127.0.0.1:9' }, () => undefined);
+    expect(down).toBe(1);
+  });
+
+  it('refuses a bad config at boot, naming the key', () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ lanes: [{ name: 'x', slots: 0, agent: [] }] }));
+    const res = spawnSync(process.execPath, [BIN, 'up', '--config', bad], { encoding: 'utf8', env: { ...process.env, REDIS_URL: redis.url }, timeout: 30_000 });
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain('lanes.0.slots');
+    expect(res.stderr).toContain('lanes.0.agent');
+  });
+
+  it('refuses a bad environment at boot, naming the variable', () => {
+    const res = spawnSync(process.execPath, [BIN, 'up'], { encoding: 'utf8', env: { ...process.env, REDIS_URL: redis.url, LANES_PORT: 'eighty' }, timeout: 30_000 });
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain('invalid environment: LANES_PORT');
+  });
+});
