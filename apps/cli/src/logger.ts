@@ -17,6 +17,7 @@ export const REDACT_PATHS = [
   'env.MODAL_TOKEN_ID',
   'env.MODAL_TOKEN_SECRET',
   'env.LANES_API_TOKENS',
+  'env.LANES_CALLBACK_SECRET',
   '*.env.MODAL_TOKEN_SECRET',
   'redisUrl',
 ];

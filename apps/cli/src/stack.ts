@@ -20,6 +20,8 @@ export interface StackOptions {
   heartbeatIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
+  /** Card callbacks are delivered by the supervisor; `secret` signs them. */
+  callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number } };
   /** Run only some parts (a worker container runs only the worker). */
   parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
 }
@@ -61,8 +63,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       providers: options.providers,
       ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
       ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+      callbacks: options.callbacks ?? {},
     });
-    stack.supervisor.start();
+    await stack.supervisor.start();
   }
   if (parts.api) {
     stack.api = await createApiServer({

@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig, type Verdict } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
+import { CallbackDispatcher } from './callbacks.js';
+import type { CallbackRetryConfig } from './callback-policy.js';
 import { evaluateFleet, evaluateOrphans, selectRedrive, type SlotVerdict } from '@lanes/supervision';
 
 /** One sweep per heartbeat: an orphan is reaped within two heartbeat periods of its owner's last beat. */
@@ -21,10 +25,12 @@ export interface SupervisorOptions {
   sweepIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   now?: () => number;
+  /** Delivery of card callbacks; `secret` signs each body. Off when absent. */
+  callbacks?: { secret?: string; retry?: CallbackRetryConfig };
 }
 
 export interface SupervisorApp {
-  start(): void;
+  start(): Promise<void>;
   /** One sweep, for tests and `lanes up`'s first pass. */
   sweep(): Promise<void>;
   stop(): Promise<void>;
@@ -40,6 +46,17 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
+  const consumer = `supervisor-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const callbacks = options.callbacks
+    ? new CallbackDispatcher({
+        redis: redis.duplicate(),
+        store,
+        log,
+        consumer,
+        ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
+        ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
+      })
+    : undefined;
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
 
@@ -115,13 +132,15 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   };
 
   return {
-    start() {
+    async start() {
       timer = setInterval(() => void sweep(), options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
       void sweep();
+      await callbacks?.start();
     },
     sweep,
     async stop() {
       if (timer) clearInterval(timer);
+      await callbacks?.stop();
       await sweeping;
       await queues.close();
     },

@@ -17,6 +17,8 @@ export const LanesEnvSchema = z.object({
   LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
   /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
   LANES_LOCK_DURATION_MS: Int(1_000).optional(),
+  /** Signs card callbacks (`x-lanes-signature: sha256=<hmac>`), so a board can tell them from forgeries. */
+  LANES_CALLBACK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });

@@ -1,0 +1,123 @@
+import { createHmac } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { LaneEventSchema, type LaneEvent } from '@lanes/contracts';
+import { keys, type CardStore } from '@lanes/queue';
+import { DEFAULT_CALLBACK_RETRY, evaluateCallback, isNotified, type CallbackRetryConfig } from './callback-policy.js';
+
+/** Consumer group on the event stream: each event is delivered by one supervisor, and re-delivered if it dies mid-way. */
+export const CALLBACK_GROUP = 'lanes-callbacks';
+/** A board gets this long to answer one delivery. */
+export const CALLBACK_TIMEOUT_MS = 5_000;
+/** An entry another supervisor held this long without acknowledging is taken over. */
+export const CALLBACK_CLAIM_IDLE_MS = 60_000;
+const READ_BLOCK_MS = 2_000;
+
+export interface CallbackDeps {
+  /** A connection of its own: the dispatcher blocks on it. */
+  redis: Redis;
+  store: CardStore;
+  log: Logger;
+  consumer: string;
+  /** LANES_CALLBACK_SECRET: when set, each body is signed (`x-lanes-signature: sha256=<hex hmac>`). */
+  secret?: string;
+  retry?: CallbackRetryConfig;
+  timeoutMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+/** Tells boards about their cards: POSTs `{event, card}` to the card's callbackUrl, at least once. */
+export class CallbackDispatcher {
+  private running = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly deps: CallbackDeps) {}
+
+  async start(): Promise<void> {
+    try {
+      await this.deps.redis.xgroup('CREATE', keys.events(), CALLBACK_GROUP, '$', 'MKSTREAM');
+    } catch (err) {
+      if (!String(err).includes('BUSYGROUP')) throw err; // the group exists: another supervisor made it
+    }
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.deps.redis.disconnect();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        for (const [id, event] of await this.next()) {
+          await this.deliver(event);
+          await this.deps.redis.xack(keys.events(), CALLBACK_GROUP, id);
+        }
+      } catch (err) {
+        if (!this.running) return;
+        this.deps.log.warn({ err }, 'callback dispatch failed; retrying');
+        await (this.deps.sleep ?? delay)(500);
+      }
+    }
+  }
+
+  /** Entries left pending by a dead supervisor first, then new ones. */
+  private async next(): Promise<Array<[string, LaneEvent | undefined]>> {
+    const { redis, consumer } = this.deps;
+    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [string, Array<[string, string[]] | null>];
+    let entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null);
+    if (entries.length === 0) {
+      const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', READ_BLOCK_MS, 'STREAMS', keys.events(), '>')) as Array<[string, Array<[string, string[]]>]> | null;
+      entries = reply?.[0]?.[1] ?? [];
+    }
+    // An unreadable entry comes back undefined and is acknowledged as it is, so it cannot block the stream.
+    return entries.map(([id, fields]) => {
+      const parsed = LaneEventSchema.safeParse(JSON.parse(fields[fields.indexOf('e') + 1] ?? 'null'));
+      return [id, parsed.success ? parsed.data : undefined];
+    });
+  }
+
+  private async deliver(event: LaneEvent | undefined): Promise<void> {
+    if (!event || !isNotified(event.type) || !event.cardId) return;
+    const card = await this.deps.store.get(event.cardId);
+    if (!card?.callbackUrl) return;
+    const body = JSON.stringify({ event: event.type, at: event.at, card });
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-lanes-event': event.type, 'user-agent': 'lanes-callback' };
+    if (this.deps.secret) headers['x-lanes-signature'] = signBody(this.deps.secret, body);
+    const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback' });
+    for (let attempt = 1; ; attempt++) {
+      const result = await post(card.callbackUrl, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS);
+      const decision = evaluateCallback(result, attempt, this.deps.retry ?? DEFAULT_CALLBACK_RETRY);
+      switch (decision.action) {
+        case 'done':
+          log.info({ type: event.type, reason: decision.reason }, 'callback delivered');
+          return;
+        case 'give-up':
+          log.warn({ type: event.type, reason: decision.reason }, 'callback not delivered');
+          return;
+        case 'retry':
+          log.info({ type: event.type, reason: decision.reason }, 'callback retry');
+          await (this.deps.sleep ?? delay)(decision.delayMs);
+      }
+    }
+  }
+}
+
+async function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status?: number; error?: string }> {
+  try {
+    const res = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+    await res.body?.cancel();
+    return { status: res.status };
+  } catch (err) {
+    return { error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
