@@ -83,6 +83,25 @@ describe('supervision end to end: dead, not down', () => {
     expect(lane.slots[0]!.sandbox).toMatchObject({ id: done.sandboxId, state: 'live' });
   });
 
+  it('a sandbox that dies while its slot is idle is respawned before any card meets it', async () => {
+    const { api } = await start({ name: 'idle', slots: 1, agent, respawn: fastRespawn });
+    const before = await waitFor('a live sandbox', async () => {
+      const sb = (await api.lanes())[0]!.slots[0]?.sandbox;
+      return sb?.state === 'live' ? sb : undefined;
+    });
+    process.kill(before.pid!, 'SIGKILL');
+    const after = await waitFor('a replacement, found by the heartbeat poll', async () => {
+      const sb = (await api.lanes())[0]!.slots[0]?.sandbox;
+      return sb?.state === 'live' && sb.id !== before.id ? sb : undefined;
+    });
+    const record = (await api.request<SandboxRecord>('GET', `/v1/sandboxes/${before.id}`)).body;
+    expect(record).toMatchObject({ state: 'dead', observedExitCode: 137, replacedBy: after.id });
+    await api.request('POST', '/v1/cards', { id: 'idle-1', lane: 'idle', title: 'after an idle death' });
+    const done = await api.waitCard('idle-1', 'done', (c) => c.state === 'done');
+    expect(done.infraRetries).toBe(0);
+    expect(done.sandboxId).toBe(after.id);
+  });
+
   it('bare exit 1 while poll() says live and the canary answers: command-failed, no respawn', async () => {
     const { api } = await start({ name: 'barelive', slots: 1, agent, attempts: 1, respawn: fastRespawn }, true);
     const before = await waitFor('a live sandbox', async () => (await api.lanes())[0]!.slots[0]?.sandbox?.state === 'live' && (await api.lanes())[0]!.slots[0]!.sandbox!.id);

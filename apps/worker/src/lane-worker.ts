@@ -126,6 +126,10 @@ export class LaneWorker {
     }, warnTo(log));
   }
 
+  async checkIdleSlots(): Promise<void> {
+    await Promise.all(this.pool.slots.map((s) => bestEffort('idle probe', () => s.checkIdle(), warnTo(this.deps.log))));
+  }
+
   async publish(slot: Slot): Promise<void> {
     await bestEffort('publish slot', () => this.deps.fleet.putSlot(this.deps.lane.name, slot.status(this.deps.now())), warnTo(this.deps.log));
   }

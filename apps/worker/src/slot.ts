@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
-import { execOutcome } from '@lanes/runner';
+import { errorKind, execOutcome } from '@lanes/runner';
 import { syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { canaryCommand, evaluateRespawn, readCanary, recordDeath, type DeathHistory } from '@lanes/supervision';
+import { canaryCommand, evaluateIdleProbe, evaluateRespawn, readCanary, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
@@ -69,6 +69,24 @@ export class Slot {
       if (result.kind !== 'retry') return result;
       const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
       if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs, this.stopping.signal);
+    }
+  }
+
+  /** Polls the sandbox of an idle live slot, so a death between cards costs no card an infra retry. */
+  async checkIdle(): Promise<void> {
+    const handle = this.handle;
+    if (this.state !== 'live' || !handle || this.cardId !== undefined) return;
+    const finding: IdleProbeFinding = await handle.poll().then(
+      (poll) => ({ kind: 'polled' as const, poll }),
+      (err: unknown) => ({ kind: 'probe-failed' as const, error: errorKind(err), message: String(err) }),
+    );
+    const decision = evaluateIdleProbe(finding);
+    switch (decision.action) {
+      case 'keep':
+        return;
+      case 'mark-dead':
+        // A card may have taken the slot while the poll was out; then the card's own run decides.
+        if (this.handle === handle && this.cardId === undefined && this.state === 'live') this.markDead(decision.observedExitCode, decision.reason);
     }
   }
 

@@ -76,12 +76,15 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   }
   let subscriber: Redis | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
+  let idleProbes: Promise<unknown> | undefined;
 
   const beat = async () => {
     await bestEffort('heartbeat', async () => {
       await fleet.beat(workerId, now());
       for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
     }, warnTo(log));
+    // After the beat, never awaited by it: a slow provider poll must not stall heartbeats.
+    idleProbes ??= Promise.all([...lanes.values()].map((lw) => lw.checkIdleSlots())).finally(() => (idleProbes = undefined));
   };
 
   return {
@@ -102,6 +105,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     },
     async stop() {
       if (heartbeat) clearInterval(heartbeat);
+      await idleProbes;
       await Promise.all([...lanes.values()].map((lw) => lw.stop()));
       await bestEffort('forget worker', () => fleet.forgetWorker(workerId), warnTo(log));
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));

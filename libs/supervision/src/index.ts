@@ -45,3 +45,4 @@ export {
   type FleetStatus,
 } from './fleet.js';
 export { isInsideWindow, pruneWindow } from './window.js';
+export { evaluateIdleProbe, type IdleProbeFinding, type IdleProbeDecision } from './idle-probe.js';
