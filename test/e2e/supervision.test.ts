@@ -172,6 +172,37 @@ describe('supervision end to end: dead, not down', () => {
     await waitFor('the outage call to clear', async () => !(await api.lanes())[0]!.outage);
   });
 
+  it('the breaker is shared: create failures on two workers add up to one open breaker', async () => {
+    const lane: LaneConfigInput = {
+      name: 'shared',
+      slots: 1,
+      agent,
+      respawn: fastRespawn,
+      breaker: { failureThreshold: 5, windowMs: 60_000, openMs: 1_000 },
+      // Three per worker: either worker alone stays under the threshold of five.
+      faults: { createFailures: 3 },
+    };
+    const { api } = await start(lane);
+    const second = await startTestStack(redis.url, [lane], { parts: { worker: true, api: false, supervisor: false } });
+    try {
+      await waitFor('the shared breaker to open', async () => (await api.lanes())[0]!.breaker.state === 'open', { timeoutMs: 20_000 });
+      await api.request('POST', '/v1/cards', { id: 'shared-1', lane: 'shared', title: 'after the outage' });
+      await api.waitCard('shared-1', 'done', (c) => c.state === 'done', 30_000);
+      const conn = new Redis(redis.url);
+      try {
+        const opened = (await new EventLog(conn).recent(500)).filter((e) => e.lane === 'shared' && e.type === 'breaker.opened');
+        // A half-open probe that meets the sixth failure opens it again, so count the first opening.
+        expect(opened.length).toBeGreaterThanOrEqual(1);
+        expect(opened[0]!.data?.reason).toContain('5 failures');
+      } finally {
+        conn.disconnect();
+      }
+      await waitFor('the breaker to close', async () => (await api.lanes())[0]!.breaker.state === 'closed');
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('a sandbox that dies on every run of a card fails it with reason infra after its budget; the slot keeps serving', async () => {
     const { api } = await start({ name: 'doom', slots: 1, agent, infraRetries: 2, respawn: fastRespawn }, true);
     faulty!.setPlan({ dieAfterCommands: 1, targetCards: ['doomed'] });

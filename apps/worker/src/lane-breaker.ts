@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LaneConfig } from '@lanes/contracts';
-import type { EventLog, FleetStore } from '@lanes/queue';
+import { keys, type CasStore, type EventLog } from '@lanes/queue';
 import {
   INITIAL_BREAKER,
   breakerOnCanaryPassed,
@@ -13,7 +13,8 @@ import {
 
 export interface LaneBreakerDeps {
   lane: LaneConfig;
-  fleet: FleetStore;
+  /** Where the lane's snapshot lives: every worker process of the lane shares one breaker. */
+  cas: CasStore;
   events: EventLog;
   log: Logger;
   now: () => number;
@@ -21,14 +22,22 @@ export interface LaneBreakerDeps {
   onClosed: () => void;
 }
 
-/** Holds one lane/provider breaker snapshot and carries out its transitions (events, logs, publishing). */
+type Step = Pick<BreakerStep, 'snapshot' | 'transition' | 'reason'>;
+
+/**
+ * The lane/provider breaker, shared by every worker through Redis: failures anywhere count toward
+ * it, and once open no worker creates until its retry time. The decisions are the pure functions of
+ * libs/supervision; this class reads the snapshot, applies one, writes it back atomically, and
+ * announces the transition it made. If Redis cannot be reached it keeps deciding on its last copy.
+ */
 export class LaneBreaker {
-  private snapshot: BreakerSnapshot = INITIAL_BREAKER;
+  private last: BreakerSnapshot = INITIAL_BREAKER;
 
   constructor(private readonly deps: LaneBreakerDeps) {}
 
+  /** The last snapshot this process saw. */
   get state(): BreakerSnapshot {
-    return this.snapshot;
+    return this.last;
   }
 
   private get config() {
@@ -37,37 +46,44 @@ export class LaneBreaker {
   }
 
   /** Asks whether a create may go now; `wait` carries the time cards should be delayed to. */
-  gate(): CreateDecision {
-    const decision = evaluateCreate(this.snapshot, this.config, this.deps.now());
-    this.apply(decision);
-    return decision;
+  gate(): Promise<CreateDecision> {
+    return this.apply((s, now) => evaluateCreate(s, this.config, now));
   }
 
-  failure(detail: string): void {
-    this.apply(breakerOnFailure(this.snapshot, this.config, this.deps.now()), detail);
+  failure(detail: string): Promise<Step> {
+    return this.apply((s, now) => breakerOnFailure(s, this.config, now), detail);
   }
 
   /** The only reset: a sandbox passed its canary. */
-  canaryPassed(): void {
-    this.apply(breakerOnCanaryPassed(this.snapshot, this.deps.now()));
+  canaryPassed(): Promise<Step> {
+    return this.apply((s, now) => breakerOnCanaryPassed(s, now));
   }
 
-  private apply(step: Pick<BreakerStep, 'snapshot' | 'transition' | 'reason'>, detail?: string): void {
-    const before = this.snapshot;
-    this.snapshot = step.snapshot;
-    if (!step.transition && before.failures.length === step.snapshot.failures.length) return;
-    const { lane, log, events, fleet, now } = this.deps;
-    const retryAt = step.snapshot.retryAt === undefined ? undefined : new Date(step.snapshot.retryAt).toISOString();
-    if (step.transition) {
-      const type = step.transition === 'opened' ? 'breaker.opened' : step.transition === 'closed' ? 'breaker.closed' : 'breaker.half-open';
-      log.warn({ event: type, reason: step.reason, detail, retryAt }, type);
-      void events
-        .append({ type, at: new Date(now()).toISOString(), lane: lane.name, data: { reason: step.reason, ...(retryAt ? { retryAt } : {}) } })
-        .catch((err: unknown) => log.warn({ err }, 'event append failed'));
-      if (step.transition === 'closed') this.deps.onClosed();
+  private async apply<T extends Step>(decide: (s: BreakerSnapshot, now: number) => T, detail?: string): Promise<T> {
+    const { cas, lane, log, now } = this.deps;
+    let step: T;
+    try {
+      step = await cas.update<BreakerSnapshot, T>(keys.breaker(lane.name), (current) => {
+        const result = decide(current ?? INITIAL_BREAKER, now());
+        return { next: result.snapshot, result };
+      });
+    } catch (err) {
+      log.warn({ err: String(err) }, 'shared breaker unreachable: deciding on the last local copy');
+      step = decide(this.last, now());
     }
-    void fleet
-      .putBreaker(lane.name, { state: step.snapshot.state, failures: step.snapshot.failures.length, ...(retryAt ? { retryAt } : {}) })
-      .catch((err: unknown) => log.warn({ err }, 'breaker publish failed'));
+    this.last = step.snapshot;
+    if (step.transition) this.announce(step, detail);
+    return step;
+  }
+
+  private announce(step: Step, detail?: string): void {
+    const { lane, log, events, now } = this.deps;
+    const retryAt = step.snapshot.retryAt === undefined ? undefined : new Date(step.snapshot.retryAt).toISOString();
+    const type = step.transition === 'opened' ? 'breaker.opened' : step.transition === 'closed' ? 'breaker.closed' : 'breaker.half-open';
+    log.warn({ event: type, reason: step.reason, detail, retryAt }, type);
+    void events
+      .append({ type, at: new Date(now()).toISOString(), lane: lane.name, data: { reason: step.reason, ...(retryAt ? { retryAt } : {}) } })
+      .catch((err: unknown) => log.warn({ err }, 'event append failed'));
+    if (step.transition === 'closed') this.deps.onClosed();
   }
 }

@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { LaneConfig } from '@lanes/contracts';
-import { QUEUE_PREFIX, queueName, type CardStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
+import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
 import { bestEffort } from '@lanes/sandbox';
@@ -23,6 +23,7 @@ export interface LaneWorkerDeps {
   queues: LaneQueues;
   events: EventLog;
   fleet: FleetStore;
+  cas: CasStore;
   provider: SandboxProvider;
   log: Logger;
   now: () => number;
@@ -47,7 +48,7 @@ export class LaneWorker {
     const { lane, log } = deps;
     this.breaker = new LaneBreaker({
       lane,
-      fleet: deps.fleet,
+      cas: deps.cas,
       events: deps.events,
       log,
       now: deps.now,

@@ -148,8 +148,7 @@ async function runInSlot(
     }
 
     case 'provider-outage': {
-      deps.breaker.failure(outcome.message);
-      const b = deps.breaker.state;
+      const b = (await deps.breaker.failure(outcome.message)).snapshot;
       const retryAt = b.state === 'open' && b.retryAt ? b.retryAt : now() + lane.breaker.openMs;
       return block({ ...base, blockedReason: 'provider-outage', verdict: 'provider-outage', message: outcome.message, retryAt });
     }

@@ -120,7 +120,7 @@ export class Slot {
   private async spawn(respawn: boolean): Promise<SpawnResult> {
     const { lane, provider, breaker, log, now } = this.deps;
     if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
-    const gate = breaker.gate();
+    const gate = await breaker.gate();
     if (gate.action === 'wait') {
       this.setState('waiting-provider');
       return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };
@@ -139,7 +139,7 @@ export class Slot {
         { connectTimeoutMs: lane.connectTimeoutMs },
       );
     } catch (err) {
-      breaker.failure(String(err));
+      await breaker.failure(String(err));
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
       return { kind: 'retry', reason: String(err) };
@@ -150,13 +150,13 @@ export class Slot {
     }
     const failure = await this.prepare(handle);
     if (failure) {
-      breaker.failure(failure);
+      await breaker.failure(failure);
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
       await bestEffort('terminate failed sandbox', () => provider.terminateById(handle.id), warnTo(log));
       return { kind: 'retry', reason: failure };
     }
-    breaker.canaryPassed();
+    await breaker.canaryPassed();
     if (this.deadSandboxId) this.deps.record({ ...this.recordOf({ id: this.deadSandboxId }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
     this.handle = handle;

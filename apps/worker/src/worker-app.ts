@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig } from '@lanes/contracts';
-import { CardStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
+import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -50,6 +50,9 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const events = new EventLog(redis);
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
+  const casConnection = redis.duplicate();
+  casConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'breaker connection error'));
+  const cas = new CasStore(casConnection);
   const queues = new LaneQueues({ redis, store, lanes: options.lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
   const lanes = new Map<string, LaneWorker>();
@@ -64,6 +67,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
         queues,
         events,
         fleet,
+        cas,
         provider: options.providerFor(lane),
         log: log.child({ lane: lane.name }),
         now,
@@ -110,6 +114,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       await bestEffort('forget worker', () => fleet.forgetWorker(workerId), warnTo(log));
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();
+      await cas.close();
       log.info({ event: 'worker.stopped' }, 'worker stopped');
     },
   };

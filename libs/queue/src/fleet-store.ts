@@ -63,13 +63,12 @@ export class FleetStore {
       .sort((a, b) => (a.worker + a.slot).localeCompare(b.worker + b.slot));
   }
 
-  async putBreaker(lane: string, status: BreakerStatus): Promise<void> {
-    await this.redis.set(keys.breaker(lane), JSON.stringify(status));
-  }
-
+  /** The lane's shared breaker, as operators read it (workers keep the snapshot through CasStore). */
   async breaker(lane: string): Promise<BreakerStatus> {
     const raw = await this.redis.get(keys.breaker(lane));
-    return raw ? (JSON.parse(raw) as BreakerStatus) : { state: 'closed', failures: 0 };
+    if (!raw) return { state: 'closed', failures: 0 };
+    const s = JSON.parse(raw) as { state: BreakerStateName; failures: number[]; retryAt?: number };
+    return { state: s.state, failures: s.failures.length, ...(s.retryAt !== undefined && s.state !== 'closed' ? { retryAt: new Date(s.retryAt).toISOString() } : {}) };
   }
 
   async putHealth(lane: string, health: LaneHealth): Promise<void> {

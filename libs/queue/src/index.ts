@@ -5,3 +5,4 @@ export { CardStore, type CardStoreDeps, type Transition } from './card-store.js'
 export { jobOptions, COMPLETED_JOB_RETENTION_S, FAILED_JOB_RETENTION_S, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type CommandOutcome } from './lane-queues.js';
 export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';
+export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Card } from '@lanes/contracts';
-import { CardStore, EventLog, FleetStore, createRedis, keys } from '@lanes/queue';
+import { CardStore, CasStore, EventLog, FleetStore, createRedis, keys } from '@lanes/queue';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 /** Fixed clock: history timestamps and blocked-set scores are exact. */
@@ -238,14 +238,32 @@ describe('FleetStore on real Redis', () => {
     expect(await fleet.slots(uid('empty'))).toEqual([]);
   });
 
-  it('breaker: closed by default, then whatever was put', async () => {
+  it('breaker: closed by default, then the shared snapshot as operators read it', async () => {
     const lane = uid('lane');
     expect(await fleet.breaker(lane)).toEqual({ state: 'closed', failures: 0 });
-    const open = { state: 'open' as const, failures: 5, retryAt: new Date(T0 + 10_000).toISOString() };
-    await fleet.putBreaker(lane, open);
-    expect(await fleet.breaker(lane)).toEqual(open);
-    await fleet.putBreaker(lane, { state: 'half-open', failures: 5 });
-    expect(await fleet.breaker(lane)).toEqual({ state: 'half-open', failures: 5 });
+    const cas = new CasStore(redis.duplicate());
+    try {
+      await cas.update(keys.breaker(lane), () => ({ next: { state: 'open', failures: [T0, T0 + 1, T0 + 2], retryAt: T0 + 10_000, probeInFlight: false }, result: null }));
+      expect(await fleet.breaker(lane)).toEqual({ state: 'open', failures: 3, retryAt: new Date(T0 + 10_000).toISOString() });
+      await cas.update(keys.breaker(lane), () => ({ next: { state: 'closed', failures: [], probeInFlight: false }, result: null }));
+      expect(await fleet.breaker(lane)).toEqual({ state: 'closed', failures: 0 });
+    } finally {
+      await cas.close();
+    }
+  });
+
+  it('CasStore: concurrent read-modify-writes from two processes lose no update', async () => {
+    const key = uid('counter');
+    const a = new CasStore(redis.duplicate());
+    const b = new CasStore(redis.duplicate());
+    try {
+      const bump = (store: CasStore) => store.update<number, number>(key, (n) => ({ next: (n ?? 0) + 1, result: (n ?? 0) + 1 }));
+      await Promise.all(Array.from({ length: 40 }, (_, i) => bump(i % 2 ? a : b)));
+      expect(await a.read<number>(key)).toBe(40);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 
   it('health: undefined until put, then the last put', async () => {
