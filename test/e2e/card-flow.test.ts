@@ -209,6 +209,8 @@ describe('card flow on the embedded default', () => {
     const metrics = await t.api.request('GET', '/metrics');
     expect(metrics.text).toContain('lanes_cards{lane="demo",state="completed"}');
     expect(metrics.text).toContain('lanes_desired_slots{lane="demo"}');
+    // Idle lane: desired slots sit at minSlots (1), which one worker of 2 slots covers.
+    expect(metrics.text).toMatch(/^lanes_desired_workers 1$/m);
   });
 
   it('answers unknown routes and cards with the error body', async () => {

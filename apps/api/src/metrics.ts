@@ -1,6 +1,7 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LaneStatusDeps } from './lane-status.js';
 import { laneStatuses } from './lane-status.js';
+import { desiredWorkers } from '@lanes/supervision';
 
 export interface Metrics {
   registry: Registry;
@@ -17,6 +18,11 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
   const desired = new Gauge({ name: 'lanes_desired_slots', help: 'Slots the lane wants for its queue depth', labelNames: ['lane'], registers: [registry] });
   const breaker = new Gauge({ name: 'lanes_breaker_open', help: '1 when the lane breaker is open or half-open', labelNames: ['lane'], registers: [registry] });
   const outage = new Gauge({ name: 'lanes_provider_outage', help: '1 when the supervisor calls a provider outage for the lane', labelNames: ['lane'], registers: [registry] });
+  const workers = new Gauge({
+    name: 'lanes_desired_workers',
+    help: 'Worker containers the fleet wants: for each lane, desired slots / slots per worker, rounded up; the largest lane wins',
+    registers: [registry],
+  });
   const scrapeOk = new Gauge({ name: 'lanes_scrape_ok', help: '1 when lane state could be read from Redis', registers: [registry] });
   // prom-client serializes metrics concurrently, so one refresh before serializing keeps them consistent.
   async function refresh(): Promise<void> {
@@ -24,7 +30,10 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
         const lanes = await laneStatuses(deps);
         jobs.reset();
         slots.reset();
+        let wanted = 0;
         for (const lane of lanes) {
+          const perWorker = deps.lanes.find((l) => l.name === lane.name)?.slots ?? 1;
+          wanted = Math.max(wanted, desiredWorkers(lane.desiredSlots, perWorker).desired);
           for (const [state, n] of Object.entries(lane.counts)) jobs.set({ lane: lane.name, state }, n);
           const bySandbox = new Map<string, number>();
           for (const s of lane.slots) bySandbox.set(s.sandbox?.state ?? 'none', (bySandbox.get(s.sandbox?.state ?? 'none') ?? 0) + 1);
@@ -33,6 +42,7 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
           breaker.set({ lane: lane.name }, lane.breaker.state === 'closed' ? 0 : 1);
           outage.set({ lane: lane.name }, lane.outage ? 1 : 0);
         }
+        workers.set(wanted);
         scrapeOk.set(1);
       } catch {
         scrapeOk.set(0);
