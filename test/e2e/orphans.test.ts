@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import { EventLog } from '@lanes/queue';
+import { EventLog, FleetStore } from '@lanes/queue';
 import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const HEARTBEAT_INTERVAL_MS = 500;
@@ -75,6 +75,11 @@ describe('orphan reaping', () => {
       });
       expect(reaped.map((e) => e.sandboxId)).toEqual([sandbox.id]);
       expect(reaped[0]!.lane).toBe('orph');
+      // With nothing left to reap on its behalf, the dead worker's records go too.
+      const owner = String(reaped[0]!.data?.owner);
+      const fleet = new FleetStore(conn);
+      await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.heartbeats())));
+      expect((await fleet.slots('orph')).some((s) => s.worker === owner)).toBe(false);
     } finally {
       conn.disconnect();
     }

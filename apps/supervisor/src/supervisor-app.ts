@@ -7,7 +7,7 @@ import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@
 import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackRetryConfig } from './callback-policy.js';
-import { evaluateFleet, evaluateOrphans, selectRedrive, type SlotVerdict } from '@lanes/supervision';
+import { evaluateFleet, evaluateOrphans, evaluateWorkerRecords, selectRedrive, type ListedSandbox, type SlotVerdict } from '@lanes/supervision';
 
 /** One sweep per heartbeat: an orphan is reaped within two heartbeat periods of its owner's last beat. */
 export const DEFAULT_SWEEP_INTERVAL_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS / 2;
@@ -60,13 +60,32 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
 
-  async function reapOrphans(heartbeats: Record<string, number>): Promise<void> {
+  /** Reaps orphans; returns every sandbox still listed, or undefined when a provider could not list (then nothing is forgotten). */
+  async function reapOrphans(heartbeats: Record<string, number>): Promise<ListedSandbox[] | undefined> {
+    const remaining: ListedSandbox[] = [];
+    let complete = true;
     for (const provider of new Set(options.providers)) {
-      const listed = await provider.list();
+      let listed;
+      try {
+        listed = await provider.list();
+      } catch (err) {
+        log.warn({ err, provider: provider.name }, 'could not list sandboxes; no reaping on this provider this sweep');
+        complete = false;
+        continue;
+      }
       for (const d of evaluateOrphans(listed, heartbeats, heartbeatTimeoutMs, now())) {
-        if (d.action !== 'reap') continue;
         const ref = listed.find((s) => s.id === d.id);
-        await provider.terminateById(d.id);
+        if (d.action !== 'reap') {
+          if (ref) remaining.push(ref);
+          continue;
+        }
+        try {
+          await provider.terminateById(d.id);
+        } catch (err) {
+          log.warn({ err, sandboxId: d.id }, 'orphan terminate failed; retrying next sweep');
+          if (ref) remaining.push(ref);
+          continue;
+        }
         log.warn({ event: 'sandbox.reaped', sandboxId: d.id, lane: ref?.tags.lane, slot: ref?.tags.slot, reason: d.reason }, 'sandbox.reaped');
         await events.append({
           type: 'sandbox.reaped',
@@ -77,6 +96,17 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
           data: { reason: d.reason, owner: ref?.tags.worker ?? null },
         });
       }
+    }
+    return complete ? remaining : undefined;
+  }
+
+  /** Drops the records of workers that are gone and own nothing any more, so dead workers do not pile up. */
+  async function forgetGoneWorkers(heartbeats: Record<string, number>, remaining: ListedSandbox[]): Promise<void> {
+    for (const d of evaluateWorkerRecords(heartbeats, remaining, heartbeatTimeoutMs, now())) {
+      if (d.action !== 'forget') continue;
+      for (const lane of lanes) await fleet.removeSlots(lane.name, d.worker);
+      await fleet.forgetWorker(d.worker);
+      log.info({ event: 'worker.forgotten', worker: d.worker, reason: d.reason }, 'worker.forgotten');
     }
   }
 
@@ -118,7 +148,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
 
   async function sweepOnce(): Promise<void> {
     const heartbeats = await fleet.heartbeats();
-    await reapOrphans(heartbeats);
+    const remaining = await reapOrphans(heartbeats);
+    if (remaining) await forgetGoneWorkers(heartbeats, remaining);
     const recent = await events.recent(RECENT_EVENTS);
     for (const lane of lanes) await laneSweep(lane, heartbeats, recent);
   }

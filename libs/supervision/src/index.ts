@@ -35,7 +35,7 @@ export {
 export { evaluateInfraRetry, type InfraRetryDecision } from './infra-budget.js';
 export { selectRedrive, type BlockedCard, type RedriveTrigger, type RedriveDecision } from './redrive.js';
 export { desiredSlots, desiredWorkers, type LaneLoad, type SlotBounds, type SlotsDecision } from './desired-slots.js';
-export { evaluateOrphans, type ListedSandbox, type OrphanOptions, type OrphanDecision } from './orphans.js';
+export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
 export {
   DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
   evaluateFleet,

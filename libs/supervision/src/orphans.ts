@@ -46,3 +46,25 @@ export function evaluateOrphans(
     return { action: 'keep', id, reason: `owner ${owner} beat ${ageMs} ms ago (≤ ${heartbeatTimeoutMs} ms)` };
   });
 }
+
+export type WorkerRecordDecision = { action: 'forget'; worker: string; reason: string } | { action: 'keep'; worker: string; reason: string };
+
+/**
+ * A worker's heartbeat record (and its published slots) may be dropped once its beat has expired
+ * and none of the listed sandboxes names it as owner any more: then nothing is left to reap on its
+ * behalf. Until then the record stays, because it is what makes its orphans reapable.
+ */
+export function evaluateWorkerRecords(
+  heartbeats: Readonly<Record<string, number>>,
+  sandboxes: readonly ListedSandbox[],
+  heartbeatTimeoutMs: number,
+  now: number,
+): WorkerRecordDecision[] {
+  const owners = new Set(sandboxes.map((s) => s.tags.worker).filter((w): w is string => Boolean(w)));
+  return Object.entries(heartbeats).map(([worker, lastBeat]): WorkerRecordDecision => {
+    const ageMs = now - lastBeat;
+    if (!(ageMs > heartbeatTimeoutMs)) return { action: 'keep', worker, reason: `beat ${ageMs} ms ago: alive` };
+    if (owners.has(worker)) return { action: 'keep', worker, reason: 'expired, but sandboxes it owned are still listed' };
+    return { action: 'forget', worker, reason: `expired ${ageMs} ms ago and owns no listed sandbox` };
+  });
+}
