@@ -13,8 +13,8 @@ import { evaluateFleet, evaluateOrphans, evaluateWorkerRecords, selectRedrive, t
 export const DEFAULT_SWEEP_INTERVAL_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS / 2;
 /** Verdicts older than this no longer shape the lane's health. */
 export const FLEET_WINDOW_MS = 60_000;
-/** How far back the health call reads the event stream. */
-const RECENT_EVENTS = 1_000;
+/** At most this many events of the window shape the health call. */
+const RECENT_EVENTS = 5_000;
 
 export interface SupervisorOptions {
   redis: Redis;
@@ -150,7 +150,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     const heartbeats = await fleet.heartbeats();
     const remaining = await reapOrphans(heartbeats);
     if (remaining) await forgetGoneWorkers(heartbeats, remaining);
-    const recent = await events.recent(RECENT_EVENTS);
+    const recent = await events.since(now() - FLEET_WINDOW_MS, RECENT_EVENTS);
     for (const lane of lanes) await laneSweep(lane, heartbeats, recent);
   }
 

@@ -130,15 +130,20 @@ export class CardStore {
     await multi.exec();
   }
 
-  /** Blocked cards of a lane, oldest first, with why they wait. */
+  /** Blocked cards of a lane, oldest first, with why they wait (one round trip for the reasons). */
   async blocked(lane: string): Promise<Array<{ id: string; blockedReason: BlockedReason; since: number }>> {
     const flat = await this.deps.redis.zrange(keys.blocked(lane), 0, -1, 'WITHSCORES');
+    const entries: Array<{ id: string; since: number }> = [];
+    for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i]!, since: Number(flat[i + 1]) });
+    if (entries.length === 0) return [];
+    const pipeline = this.deps.redis.pipeline();
+    for (const e of entries) pipeline.hget(keys.card(e.id), 'blockedReason');
+    const reasons = (await pipeline.exec()) ?? [];
     const out: Array<{ id: string; blockedReason: BlockedReason; since: number }> = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      const id = flat[i]!;
-      const reason = (await this.deps.redis.hget(keys.card(id), 'blockedReason')) as BlockedReason | null;
-      if (reason) out.push({ id, blockedReason: reason, since: Number(flat[i + 1]) });
-    }
+    entries.forEach((e, i) => {
+      const reason = reasons[i]?.[1] as BlockedReason | null | undefined;
+      if (reason) out.push({ ...e, blockedReason: reason });
+    });
     return out;
   }
 }

@@ -31,6 +31,12 @@ export class EventLog {
     return reply ? decodeEntries(reply[0]?.[1] ?? []) : [];
   }
 
+  /** The latest `count` events at or after `sinceMs` (stream ids are millisecond timestamps), oldest first. */
+  async since(sinceMs: number, count: number): Promise<StoredEvent[]> {
+    const entries = (await this.redis.xrevrange(keys.events(), '+', `${Math.max(0, Math.floor(sinceMs))}-0`, 'COUNT', count)) as Array<[string, string[]]>;
+    return decodeEntries(entries).reverse();
+  }
+
   async recent(count: number): Promise<StoredEvent[]> {
     const entries = (await this.redis.xrevrange(keys.events(), '+', '-', 'COUNT', count)) as Array<[string, string[]]>;
     return decodeEntries(entries).reverse();
