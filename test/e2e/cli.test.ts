@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,5 +74,27 @@ describe('the lanes command', () => {
     const res = spawnSync(process.execPath, [BIN, 'up'], { encoding: 'utf8', env: { ...process.env, REDIS_URL: redis.url, LANES_PORT: 'eighty' }, timeout: 30_000 });
     expect(res.status).toBe(1);
     expect(res.stderr).toContain('invalid environment: LANES_PORT');
+  });
+
+  it('says a port is taken instead of crashing, and leaves nothing running', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+    const port = (holder.address() as { port: number }).port;
+    const sandboxDir = join(dir, 'port-taken');
+    try {
+      const res = spawnSync(process.execPath, [BIN, 'up'], {
+        encoding: 'utf8',
+        env: { ...process.env, REDIS_URL: redis.url, LANES_PORT: String(port), LANES_SANDBOX_DIR: sandboxDir, LANES_LOG_LEVEL: 'silent' },
+        timeout: 30_000,
+      });
+      expect(res.status).toBe(1);
+      expect(res.stderr).toContain('EADDRINUSE');
+      expect(res.stderr).toContain('LANES_PORT');
+      expect(res.stderr).not.toContain('    at ');
+      // The API is started first, so no sandbox was ever created for a stack that could not listen.
+      expect(existsSync(sandboxDir) ? readdirSync(sandboxDir) : []).toEqual([]);
+    } finally {
+      holder.close();
+    }
   });
 });

@@ -84,6 +84,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       process.stderr.write(`lanes: ${err.message}\n`);
       return 1;
     }
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      process.stderr.write(`lanes: ${(err as Error).message}: another process holds the port; set LANES_PORT or --port\n`);
+      return 1;
+    }
     if (err instanceof TypeError && String(err.message).includes('fetch failed')) {
       process.stderr.write(`lanes: cannot reach the API at ${client.url} (is \`lanes up\` running?)\n`);
       return 1;

@@ -43,45 +43,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? (options.heartbeatIntervalMs ? 2 * options.heartbeatIntervalMs : undefined);
   const stack: Stack = { stop: async () => undefined };
 
-  if (parts.worker) {
-    stack.worker = createWorkerApp({
-      lanes: options.lanes,
-      redis,
-      log: options.log,
-      providerFor: options.providerFor,
-      ...(options.filesBaseDir ? { filesBaseDir: options.filesBaseDir } : {}),
-      ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
-      ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
-    });
-    await stack.worker.start();
-  }
-  if (parts.supervisor) {
-    stack.supervisor = createSupervisorApp({
-      redis,
-      lanes: options.lanes,
-      log: options.log,
-      providers: options.providers,
-      ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
-      ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
-      callbacks: options.callbacks ?? {},
-    });
-    await stack.supervisor.start();
-  }
-  if (parts.api) {
-    stack.api = await createApiServer({
-      redis,
-      lanes: options.lanes,
-      log: options.log,
-      tokens: options.tokens ?? [],
-      ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
-    });
-    const host = options.host ?? '127.0.0.1';
-    await stack.api.app.listen({ port: options.port ?? 0, host });
-    const addr = stack.api.app.server.address();
-    const port = typeof addr === 'object' && addr ? addr.port : options.port;
-    stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  }
-
   stack.stop = async () => {
     // API first (stop taking cards), then the worker hands its cards back, then the supervisor.
     if (stack.api) await stack.api.close();
@@ -90,5 +51,50 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await Promise.all(options.providers.map((p) => p.close()));
     await redis.quit().catch(() => redis.disconnect());
   };
+  try {
+    if (parts.api) {
+      stack.api = await createApiServer({
+        redis,
+        lanes: options.lanes,
+        log: options.log,
+        tokens: options.tokens ?? [],
+        ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+      });
+      const host = options.host ?? '127.0.0.1';
+      await stack.api.app.listen({ port: options.port ?? 0, host });
+      const addr = stack.api.app.server.address();
+      const port = typeof addr === 'object' && addr ? addr.port : options.port;
+      stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    }
+
+    if (parts.worker) {
+      stack.worker = createWorkerApp({
+        lanes: options.lanes,
+        redis,
+        log: options.log,
+        providerFor: options.providerFor,
+        ...(options.filesBaseDir ? { filesBaseDir: options.filesBaseDir } : {}),
+        ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+        ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
+      });
+      await stack.worker.start();
+    }
+    if (parts.supervisor) {
+      stack.supervisor = createSupervisorApp({
+        redis,
+        lanes: options.lanes,
+        log: options.log,
+        providers: options.providers,
+        ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
+        ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+        callbacks: options.callbacks ?? {},
+      });
+      await stack.supervisor.start();
+    }
+  } catch (err) {
+    // A part that failed to start (a port in use, say) must not leave the others running.
+    await stack.stop().catch(() => undefined);
+    throw err;
+  }
   return stack;
 }

@@ -10,7 +10,7 @@ import { loadConfig } from './config-load.js';
 import { checkProviderCredentials } from './provider-check.js';
 import { STATE_DIR } from './paths.js';
 import { redisDataDir, resolveRedis } from './redis-resolve.js';
-import { startStack, type StackOptions } from './stack.js';
+import { startStack, type Stack, type StackOptions } from './stack.js';
 
 export interface UpOptions {
   config?: string;
@@ -30,21 +30,27 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   // Open (no tokens) means local only: never listen beyond loopback without auth.
   const host = settings.LANES_HOST ?? (tokens.length ? '0.0.0.0' : '127.0.0.1');
   const lanes = config.lanes;
-  const stack = await startStack({
-    redisUrl: redis.url,
-    lanes,
-    log,
-    providerFor: (lane) => providers.forLane(lane),
-    providers: providers.all(lanes),
-    filesBaseDir: baseDir,
-    port,
-    host,
-    tokens,
-    heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
-    callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
-    ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),
-    ...(options.parts ? { parts: options.parts } : {}),
-  });
+  let stack: Stack;
+  try {
+    stack = await startStack({
+      redisUrl: redis.url,
+      lanes,
+      log,
+      providerFor: (lane) => providers.forLane(lane),
+      providers: providers.all(lanes),
+      filesBaseDir: baseDir,
+      port,
+      host,
+      tokens,
+      heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
+      callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
+      ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),
+      ...(options.parts ? { parts: options.parts } : {}),
+    });
+  } catch (err) {
+    await redis.stop();
+    throw err;
+  }
   log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');
   if (stack.url) {
     const lane = lanes[0]!.name;
