@@ -22,6 +22,10 @@ describe('chaos: Redis restart mid-card', () => {
     await redis.kill();
     expect((await t.api.request('GET', '/readyz')).status).toBe(503);
     expect((await t.api.request('GET', '/healthz')).status).toBe(200);
+    // The board hears at once that it must retry; nothing hangs waiting for Redis.
+    const refused = await t.api.request<{ error: { code: string } }>('POST', '/v1/cards', { id: 'rr-down', lane: 'rr', title: 'while redis is down' });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('REDIS_UNAVAILABLE');
     await redis.start();
     await waitFor('readyz after restart', async () => (await t.api.request('GET', '/readyz')).status === 200);
     const done = await t.api.waitCard('rr-1', 'done after the restart', (c) => c.state === 'done', 30_000);

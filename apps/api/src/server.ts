@@ -56,6 +56,9 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     if (fe.statusCode && fe.statusCode < 500) {
       return reply.code(fe.statusCode).send(errorBody(fe.code ?? 'BAD_REQUEST', fe.message ?? 'bad request'));
     }
+    if (redis.status !== 'ready') {
+      return reply.code(503).send(errorBody('REDIS_UNAVAILABLE', `redis is ${redis.status}; retry shortly`));
+    }
     reply.log.error({ err }, 'request failed');
     return reply.code(500).send(errorBody('INTERNAL', 'internal error'));
   });

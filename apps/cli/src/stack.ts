@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createApiServer, type ApiServer } from '@lanes/api';
 import type { LaneConfig } from '@lanes/contracts';
@@ -42,6 +44,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   redis.on('error', (err) => options.log.warn({ err: err.message }, 'redis connection error'));
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? (options.heartbeatIntervalMs ? 2 * options.heartbeatIntervalMs : undefined);
   const stack: Stack = { stop: async () => undefined };
+  let apiRedis: Redis | undefined;
 
   stack.stop = async () => {
     // API first (stop taking cards), then the worker hands its cards back, then the supervisor.
@@ -50,11 +53,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (stack.supervisor) await stack.supervisor.stop();
     await Promise.all(options.providers.map((p) => p.close()));
     await redis.quit().catch(() => redis.disconnect());
+    if (apiRedis) await apiRedis.quit().catch(() => apiRedis!.disconnect());
   };
   try {
     if (parts.api) {
+      // The API fails fast while Redis is away (503), instead of holding requests in an offline queue.
+      apiRedis = createRedis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+      apiRedis.on('error', () => undefined); // readyz and the error handler report it
+      await once(apiRedis, 'ready');
       stack.api = await createApiServer({
-        redis,
+        redis: apiRedis,
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
