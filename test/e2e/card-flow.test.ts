@@ -219,3 +219,36 @@ describe('card flow on the embedded default', () => {
     expect(missing.body.error.code).toBe('NOT_FOUND');
   });
 });
+
+describe('card ids across lanes', () => {
+  let redis: TestRedis;
+  let t: TestStack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    t = await startTestStack(redis.url, [
+      { name: 'left', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+      { name: 'right', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+    ]);
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+  });
+
+  it('refuses an existing id posted for another lane with 409 naming the lane, single or bulk', async () => {
+    expect((await t.api.request('POST', '/v1/cards', { id: 'shared-id', lane: 'left', title: 'first' })).status).toBe(202);
+    const single = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', { id: 'shared-id', lane: 'right', title: 'second' });
+    expect(single.status).toBe(409);
+    expect(single.body.error.code).toBe('CARD_CONFLICT');
+    expect(single.body.error.issues).toEqual([{ path: 'lane', message: 'card shared-id already exists on lane "left"' }]);
+    const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
+      cards: [{ id: 'fresh-id', lane: 'right', title: 'ok' }, { id: 'shared-id', lane: 'right', title: 'clash' }],
+    });
+    expect(bulk.status).toBe(409);
+    expect(bulk.body.error.issues.map((i) => i.path)).toEqual(['cards.1.lane']);
+    // Nothing of a refused batch was queued.
+    expect((await t.api.request('GET', '/v1/cards/fresh-id')).status).toBe(404);
+    await t.api.waitCard('shared-id', 'done on its own lane', (c) => c.state === 'done' && c.lane === 'left');
+  });
+});

@@ -47,6 +47,15 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
 
   app.post('/v1/cards', async (request, reply) => {
     const { cards, bulk } = parseBody(request.body, deps);
+    // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
+    const conflicts: ValidationIssue[] = [];
+    for (const [i, card] of cards.entries()) {
+      const existing = await store.get(card.id);
+      if (existing && existing.lane !== card.lane) {
+        conflicts.push({ path: bulk ? `cards.${i}.lane` : 'lane', message: `card ${card.id} already exists on lane "${existing.lane}"` });
+      }
+    }
+    if (conflicts.length) throw new ApiError(409, 'CARD_CONFLICT', conflicts.map((c) => `${c.path}: ${c.message}`).join('; '), conflicts);
     const results = [];
     for (const card of cards) results.push(await queues.enqueue(card));
     if (!bulk) {
