@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
@@ -19,8 +22,9 @@ describe('supervision end to end: dead, not down', () => {
   let t: TestStack | undefined;
   let faulty: FaultyProvider | undefined;
 
-  const start = async (lane: LaneConfigInput, withFaults = false) => {
+  const start = async (lane: LaneConfigInput, withFaults = false, filesBaseDir?: string) => {
     t = await startTestStack(redis.url, [lane], {
+      ...(filesBaseDir ? { filesBaseDir } : {}),
       ...(withFaults ? { wrap: (p) => (faulty = p instanceof FaultyProvider ? p : createFaultyProvider(p)) } : {}),
     });
     return t;
@@ -100,6 +104,40 @@ describe('supervision end to end: dead, not down', () => {
     const done = await api.waitCard('idle-1', 'done', (c) => c.state === 'done');
     expect(done.infraRetries).toBe(0);
     expect(done.sandboxId).toBe(after.id);
+  });
+
+  it('file sync is applied to every new sandbox, the respawned one included', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'lanes-files-'));
+    try {
+      mkdirSync(join(base, 'skills', 'deep'), { recursive: true });
+      writeFileSync(join(base, 'skills', 'hello.txt'), 'hello from the host');
+      writeFileSync(join(base, 'skills', 'deep', 'n.txt'), '42');
+      // A constant script: the only inputs are the env the runner sets.
+      const reader = [
+        "const p = require('path'), fs = require('fs');",
+        "const w = p.resolve(process.env.LANES_CARD_FILE, '../../..');",
+        "const skill = fs.readFileSync(p.join(w, 'skills/hello.txt'), 'utf8') + '/' + fs.readFileSync(p.join(w, 'skills/deep/n.txt'), 'utf8');",
+        "fs.writeFileSync(p.join(process.env.LANES_OUTPUT_DIR, 'result.json'), JSON.stringify({ skill, workdir: w }));",
+      ].join('\n');
+      const { api } = await start({ name: 'files', slots: 1, agent: [process.execPath, '-e', reader], files: [{ from: 'skills', to: 'skills' }], respawn: fastRespawn }, false, base);
+      await api.request('POST', '/v1/cards', { id: 'f-1', lane: 'files', title: 'read the skill' });
+      const first = await api.waitCard('f-1', 'done', (c) => c.state === 'done');
+      expect(first.result).toMatchObject({ skill: 'hello from the host/42' });
+
+      const pid = (await api.lanes())[0]!.slots[0]!.sandbox!.pid!;
+      process.kill(pid, 'SIGKILL');
+      await waitFor('a replacement sandbox', async () => {
+        const sb = (await api.lanes())[0]!.slots[0]?.sandbox;
+        return sb?.state === 'live' && sb.id !== first.sandboxId;
+      });
+      await api.request('POST', '/v1/cards', { id: 'f-2', lane: 'files', title: 'read it again' });
+      const second = await api.waitCard('f-2', 'done', (c) => c.state === 'done');
+      expect(second.sandboxId).not.toBe(first.sandboxId);
+      expect(second.result).toMatchObject({ skill: 'hello from the host/42' });
+      expect((second.result as { workdir: string }).workdir).not.toBe((first.result as { workdir: string }).workdir);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('bare exit 1 while poll() says live and the canary answers: command-failed, no respawn', async () => {
