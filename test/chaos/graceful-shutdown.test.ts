@@ -2,15 +2,15 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { CardStore, EventLog } from '@lanes/queue';
-import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const lane = { name: 'graceful', slots: 1, agent: [process.execPath, DEMO_AGENT], attempts: 1 };
 
 /** Reads a card straight from the store, with no worker running. */
-async function readCardFromStore(redisUrl: string) {
+async function readCardFromStore(redisUrl: string, id = 'g-1') {
   const conn = new Redis(redisUrl);
   try {
-    return (await new CardStore({ redis: conn, events: new EventLog(conn), now: Date.now }).get('g-1'))!;
+    return (await new CardStore({ redis: conn, events: new EventLog(conn), now: Date.now }).get(id))!;
   } finally {
     conn.disconnect();
   }
@@ -49,4 +49,19 @@ describe('graceful shutdown', () => {
     expect(done.history.filter((h) => h.state === 'done')).toHaveLength(1);
     expect(done.sandboxId).not.toBe(running.sandboxId);
   });
+
+  it('hands back a card still waiting for a sandbox, without waiting out the respawn backoff', async () => {
+    // Creates keep failing and the second retry would wait a minute: stop must not wait for it.
+    t = await startTestStack(redis.url, [
+      { name: 'stuck', slots: 1, agent: [process.execPath, DEMO_AGENT], faults: { createFailures: 1_000 }, breaker: { failureThreshold: 100, windowMs: 60_000, openMs: 60_000 }, respawn: { baseDelayMs: 60_000, maxDelayMs: 60_000, windowMs: 600_000 } },
+    ]);
+    await t.api.request('POST', '/v1/cards', { id: 'stuck-1', lane: 'stuck', title: 'no sandbox yet' });
+    await waitFor('the card to be taken by the slot', async () => (await t!.api.lanes())[0]!.counts.active === 1);
+    await t.stop();
+    t = undefined;
+    const card = await readCardFromStore(redis.url, 'stuck-1');
+    expect(card.state).toBe('queued');
+    expect(card.history.at(-1)!.message).toBe('handed back on shutdown');
+    expect(card.history.some((h) => h.state === 'running')).toBe(false);
+  }, 30_000);
 });

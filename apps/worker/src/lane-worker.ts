@@ -140,6 +140,8 @@ export class LaneWorker {
     // Stop fetching first, then hand the running cards back; close() resolves once they are.
     const closing = this.worker?.close();
     for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);
+    // A card still waiting for its slot's sandbox (backoff, breaker) is handed back now, not after the wait.
+    for (const slot of this.pool.slots) slot.halt();
     await closing;
     await Promise.all(this.pool.slots.map((s) => s.stop()));
     await bestEffort('remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId), warnTo(this.deps.log));

@@ -225,9 +225,14 @@ export class Slot {
     };
   }
 
-  async stop(): Promise<void> {
+  /** First half of stop, synchronous: no new sandbox, and any backoff wait ends now. */
+  halt(): void {
     this.stopped = true;
     this.stopping.abort();
+  }
+
+  async stop(): Promise<void> {
+    this.halt();
     const spawning = this.spawning;
     if (spawning) await spawning.catch(() => undefined);
     const handle = this.handle;

@@ -9,8 +9,13 @@ import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
 
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or as soon as `signal` aborts, including when it already has. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
     const timer = setTimeout(resolve, ms);
     signal?.addEventListener('abort', () => {
       clearTimeout(timer);
@@ -108,9 +113,11 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       log.info({ lanes: [...lanes.keys()], event: 'worker.started' }, 'worker started');
     },
     async stop() {
+      // Keep beating until the cards are handed back and the sandboxes ended: a silent worker's
+      // sandboxes are the supervisor's to reap, and that must not race our own hand-back.
+      await Promise.all([...lanes.values()].map((lw) => lw.stop()));
       if (heartbeat) clearInterval(heartbeat);
       await idleProbes;
-      await Promise.all([...lanes.values()].map((lw) => lw.stop()));
       await bestEffort('forget worker', () => fleet.forgetWorker(workerId), warnTo(log));
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();
