@@ -43,6 +43,8 @@ describe('chaos: worker kill -9 mid-card', () => {
     expect(done.history.filter((h) => h.state === 'done')).toHaveLength(1);
     expect(done.history.filter((h) => h.state === 'running').length).toBeGreaterThanOrEqual(2);
     expect(done.sandboxId).not.toBe(first.sandboxId);
+    // A crash is not the card's fault: the recovered run is still attempt 1.
+    expect(done.history.filter((h) => h.state === 'running').map((h) => h.attempt)).toEqual([1, 1]);
     const job = await t.stack.api!.queues.job('crash-1', 'crash');
     expect(await job?.getState()).toBe('completed');
     // The sandbox the dead worker left behind is reaped by id: no process of it is left.
