@@ -201,6 +201,10 @@ describe('card flow on the embedded default', () => {
     const page = await t.api.request('GET', '/admin/queues');
     expect(page.status).toBe(200);
     expect(page.text).toContain('<html');
+    // The page's own assets load too (the UI is a bundle served from the board's static path).
+    const assets = [...page.text.matchAll(/(?:src|href)="(static\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) expect((await t.api.request('GET', `/admin/queues/${asset}`)).status, asset).toBe(200);
     const queues = await t.api.request<{ queues: Array<{ name: string }> }>('GET', '/admin/queues/api/queues');
     expect(queues.status).toBe(200);
     expect(queues.body.queues.map((q) => q.name)).toEqual(['demo']);
