@@ -8,6 +8,7 @@ export default defineConfig({
   ssr: { resolve: { conditions, externalConditions: conditions } },
   test: {
     include: ['libs/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    globalSetup: ['test/harness/leak-check.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -48,6 +48,8 @@ describe('graceful shutdown', () => {
     expect(done.history.filter((h) => h.state === 'running').map((h) => h.attempt)).toEqual([1, 1]);
     expect(done.history.filter((h) => h.state === 'done')).toHaveLength(1);
     expect(done.sandboxId).not.toBe(running.sandboxId);
+    await t.stop();
+    t = undefined;
   });
 
   it('hands back a card still waiting for a sandbox, without waiting out the respawn backoff', async () => {
