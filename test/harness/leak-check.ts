@@ -1,12 +1,20 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
-/** Pids of sandbox processes (they carry LANES_SANDBOX_ID) whose workdir is under the temp dir tests use. */
-function testSandboxPids(): Set<number> {
+/**
+ * Pids this test run may have started: sandbox processes (they carry LANES_SANDBOX_ID) whose workdir
+ * is under the temp dir, and redis-servers the harness started (their cwd is a lanes-redis-* temp dir).
+ */
+function testProcessPids(): Set<number> {
   const pids = new Set<number>();
   const tmp = tmpdir();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readlinkSync(`/proc/${name}/cwd`).startsWith(`${tmp}/lanes-redis-`)) pids.add(Number(name));
+    } catch {
+      // gone, or not ours to read
+    }
     let env: string;
     try {
       env = readFileSync(`/proc/${name}/environ`, 'latin1');
@@ -26,9 +34,9 @@ function testSandboxPids(): Set<number> {
  * that appeared during the run and are still alive are killed (they are ours) and fail the run.
  */
 export default function setup(): () => void {
-  const before = testSandboxPids();
+  const before = testProcessPids();
   return () => {
-    const leaked = [...testSandboxPids()].filter((pid) => !before.has(pid));
+    const leaked = [...testProcessPids()].filter((pid) => !before.has(pid));
     if (leaked.length === 0) return;
     for (const pid of leaked) {
       try {
@@ -39,6 +47,6 @@ export default function setup(): () => void {
     }
     // Vitest reports a throwing teardown but still exits 0, so set the exit code as well.
     process.exitCode = 1;
-    throw new Error(`test run leaked ${leaked.length} sandbox process(es): ${leaked.join(' ')} (killed)`);
+    throw new Error(`test run leaked ${leaked.length} sandbox or redis-server process(es): ${leaked.join(' ')} (killed)`);
   };
 }
