@@ -1,6 +1,6 @@
 export { startRedis, type TestRedis } from './redis-server.js';
 export { waitFor } from './wait-for.js';
-export { freePort } from './free-port.js';
+export { freePort } from '@lanes/cli';
 export { apiClient, type ApiClient } from './api.js';
 export { startTestStack, testLog, type TestStack } from './stack.js';
 export { spawnWorker, type WorkerProcess } from './worker-process.js';

@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { freePort, pingRedis } from '@lanes/cli';
 import { waitFor } from './wait-for.js';
 
 export interface TestRedis {
@@ -34,16 +33,7 @@ export async function startRedis({ appendonly = false } = {}): Promise<TestRedis
       child!.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`))),
     );
     exited.catch(() => undefined);
-    await waitFor(`redis-server on ${port}`, async () => {
-      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined); // refused until the server listens; connect() reports it
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } finally {
-        probe.disconnect();
-      }
-    });
+    await waitFor(`redis-server on ${port}`, () => pingRedis('127.0.0.1', port));
   };
 
   const kill = async () => {

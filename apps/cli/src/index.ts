@@ -6,3 +6,4 @@ export { createLogger, REDACT_PATHS } from './logger.js';
 export { table } from './table.js';
 export { DEMO_AGENT, PROJECT_DIR } from './paths.js';
 export { checkProviderCredentials } from './provider-check.js';
+export { freePort } from './free-port.js';

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
+import { freePort } from './free-port.js';
 import { join } from 'node:path';
 import { LanesError } from '@lanes/contracts';
 
@@ -48,17 +49,6 @@ export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TI
     socket.once('close', () => done(false));
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (buf) => done(buf.toString().startsWith('+PONG')));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
   });
 }
 

@@ -2,9 +2,8 @@ import type { Logger } from 'pino';
 import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
 import { errorKind, execOutcome } from '@lanes/runner';
-import { syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { canaryCommand, evaluateIdleProbe, evaluateRespawn, readCanary, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
-import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 

@@ -4,8 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig } from '@lanes/contracts';
 import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
-import type { SandboxProvider } from '@lanes/sandbox';
-import { bestEffort } from '@lanes/sandbox';
+import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
 

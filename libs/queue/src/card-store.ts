@@ -74,8 +74,9 @@ export class CardStore {
     return toRecord(hash, history);
   }
 
-  async state(id: string): Promise<CardState | undefined> {
-    return ((await this.deps.redis.hget(keys.card(id), 'state')) as CardState | null) ?? undefined;
+  /** The lane an existing card belongs to; one field, for checks that need nothing else. */
+  async lane(id: string): Promise<string | undefined> {
+    return (await this.deps.redis.hget(keys.card(id), 'lane')) ?? undefined;
   }
 
   /** Appends one history entry and moves the card's current fields with it, atomically. */

@@ -46,9 +46,12 @@ describe('CardStore on real Redis', () => {
     nowMs = T0;
   });
 
-  it('get of an unknown id is undefined', async () => {
+  it('get and lane of an unknown id are undefined; lane reads an existing card’s lane', async () => {
     expect(await store.get(uid('nope'))).toBeUndefined();
-    expect(await store.state(uid('nope'))).toBeUndefined();
+    expect(await store.lane(uid('nope'))).toBeUndefined();
+    const card = newCard();
+    await store.create(card);
+    expect(await store.lane(card.id)).toBe(card.lane);
   });
 
   it('transition appends history in order with attempt, sandboxId, blockedReason and observedExitCode (0 kept, "unknown" kept)', async () => {

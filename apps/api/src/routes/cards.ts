@@ -50,9 +50,9 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const conflicts: ValidationIssue[] = [];
     for (const [i, card] of cards.entries()) {
-      const existing = await store.get(card.id);
-      if (existing && existing.lane !== card.lane) {
-        conflicts.push({ path: bulk ? `cards.${i}.lane` : 'lane', message: `card ${card.id} already exists on lane "${existing.lane}"` });
+      const lane = await store.lane(card.id);
+      if (lane !== undefined && lane !== card.lane) {
+        conflicts.push({ path: bulk ? `cards.${i}.lane` : 'lane', message: `card ${card.id} already exists on lane "${lane}"` });
       }
     }
     if (conflicts.length) throw new ApiError(409, 'CARD_CONFLICT', conflicts.map((c) => `${c.path}: ${c.message}`).join('; '), conflicts);
