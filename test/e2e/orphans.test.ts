@@ -78,7 +78,7 @@ describe('orphan reaping', () => {
       // With nothing left to reap on its behalf, the dead worker's records go too.
       const owner = String(reaped[0]!.data?.owner);
       const fleet = new FleetStore(conn);
-      await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.heartbeats())));
+      await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.beats())));
       expect((await fleet.slots('orph')).some((s) => s.worker === owner)).toBe(false);
     } finally {
       conn.disconnect();
