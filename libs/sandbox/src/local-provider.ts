@@ -21,6 +21,7 @@ import { LocalSandbox } from './local-sandbox.js';
 import { childrenOf, isAlive, readStat } from './proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from './provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from './sandbox-reaper.js';
+import { endedWithOwner, ownerOf } from './sandbox-owner.js';
 import {
   isValidSandboxId,
   listRecords,
@@ -149,6 +150,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       isolation,
       rootPid: root.pid ?? -1,
       rootStartTime: root.pid === undefined ? -1 : (readStat(root.pid)?.startTime ?? -1),
+      ...ownerOf(process.pid),
       workdir,
       createdAt: new Date(this.deps.now()).toISOString(),
     };
@@ -187,12 +189,23 @@ export class LocalSandboxProvider implements SandboxProvider {
     return handle;
   }
 
-  /** Live sandboxes under `baseDir` whose tags match every given tag — including ones other processes created. */
+  /**
+   * Live sandboxes under `baseDir` whose tags match every given tag — including ones other processes
+   * created. Along the way it removes the directories of sandboxes that ended with their creator
+   * (root dead, creator gone, no process left): nobody can read them any more, and no one else
+   * would clean them up.
+   */
   async list(tags: Partial<SandboxTags> = {}): Promise<SandboxRef[]> {
     const records = await listRecords(this.baseDir);
-    return records
-      .filter((r) => isAlive(r.rootPid, r.rootStartTime) && tagsMatch(r.tags, tags))
-      .map((r) => ({ id: r.id, tags: { ...r.tags }, pid: r.rootPid }));
+    const live: SandboxRef[] = [];
+    for (const r of records) {
+      if (isAlive(r.rootPid, r.rootStartTime)) {
+        if (tagsMatch(r.tags, tags)) live.push({ id: r.id, tags: { ...r.tags }, pid: r.rootPid });
+      } else if (endedWithOwner(r)) {
+        await bestEffort('remove sandbox dir left by a dead creator', () => rm(sandboxDir(this.baseDir, r.id), { recursive: true, force: true }), this.deps.onCleanupError);
+      }
+    }
+    return live;
   }
 
   /** Kills the sandbox's processes and removes its directory. Unknown or already-gone ids succeed. */

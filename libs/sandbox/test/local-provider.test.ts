@@ -143,10 +143,11 @@ describe.each(modes)('local provider (%s)', (isolation) => {
       () => sandboxMembers(created.id).length === 0 && marked(nonce).length === 0 && !isAlive(created.pid),
       { timeoutMs: OWNER_DEATH_END_MS, intervalMs: 10 },
     );
-    // What is left is a record without processes: listing skips it, and terminating it by id cleans up.
+    // Its directory is left for the supervisor's next listing, which removes it: nobody can read it any more.
+    await expect(stat(`${baseDir}/${created.id}`)).resolves.toBeTruthy();
     expect(await provider.list({ worker })).toEqual([]);
-    await provider.terminateById(created.id);
     await expect(stat(`${baseDir}/${created.id}`)).rejects.toMatchObject({ code: 'ENOENT' });
+    await provider.terminateById(created.id);
   });
 
   it('create rejects with ConnectTimeoutError when the init never answers, and leaves nothing behind', async () => {
