@@ -76,9 +76,12 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   });
   let previousVerdicts: Record<string, LivenessVerdict> = {};
   const consumer = `supervisor-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const callbacks = options.callbacks
+  const callbackConnection = options.callbacks ? redis.duplicate() : undefined;
+  // Without a listener ioredis prints every failed reconnect of an outage as an unhandled error.
+  callbackConnection?.on('error', (err: Error) => log.warn({ err: err.message }, 'callback connection error'));
+  const callbacks = callbackConnection && options.callbacks
     ? new CallbackDispatcher({
-        redis: redis.duplicate(),
+        redis: callbackConnection,
         store,
         log,
         consumer,
