@@ -39,7 +39,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
   const events = new EventLog(redis);
-  const store = new CardStore({ redis, events, now });
+  const store = new CardStore({ redis, now, log: options.log });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const app = Fastify({

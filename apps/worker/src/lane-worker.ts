@@ -7,12 +7,24 @@ import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import { LaneBreaker } from './lane-breaker.js';
+import { assertLeaseFits } from './lease.js';
 import { createProcessor, type StopReason } from './processor.js';
+import type { RunLease } from './run-lease.js';
 import { Slot } from './slot.js';
 import { SlotPool } from './slot-pool.js';
 
-/** A stalled card (its worker died) is handed to another worker this many times before BullMQ fails it. */
-export const MAX_STALLED_COUNT = 5;
+/** BullMQ's default lock: a crashed worker's cards are handed on within about twice this. */
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+/**
+ * BullMQ's stalled check never fails a card. After Redis restarts from its AOF following an
+ * outage longer than the lock, every active card's lock has expired (Redis keeps expiry as
+ * absolute time), so each spends a stall; with a finite maxStalledCount, repeated outages would
+ * fail healthy cards. The budget that ends a card whose worker truly crashes again and again is
+ * ours instead: each takeover of a card left running counts the vanished run as a crash suspect,
+ * unless its worker said it fenced itself (lost its lock alive), and past CRASHED_RUNS_BUDGET
+ * suspects the card fails (see crash-budget.ts and the transition script).
+ */
+export const UNLIMITED_STALLS = Number.MAX_SAFE_INTEGER;
 
 export interface LaneWorkerDeps {
   lane: LaneConfig;
@@ -26,6 +38,8 @@ export interface LaneWorkerDeps {
   provider: SandboxProvider;
   log: Logger;
   now: () => number;
+  /** Monotonic clock for the run leases; `performance.now` in production. */
+  monotonicNow?: () => number;
   newNonce: () => string;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   filesBaseDir: string;
@@ -41,10 +55,12 @@ export class LaneWorker {
   readonly pool: SlotPool;
   readonly breaker: LaneBreaker;
   private readonly running = new Map<string, AbortController>();
+  private readonly leases = new Map<string, RunLease>();
   private worker: Worker | undefined;
 
   constructor(private readonly deps: LaneWorkerDeps) {
     const { lane, log } = deps;
+    assertLeaseFits(lane.name, this.lockDurationMs, lane.killGraceMs);
     this.breaker = new LaneBreaker({
       lane,
       cas: deps.cas,
@@ -88,21 +104,33 @@ export class LaneWorker {
         breaker: this.breaker,
         log,
         now: this.deps.now,
+        monotonicNow: this.deps.monotonicNow ?? (() => performance.now()),
         newNonce: this.deps.newNonce,
+        lockDurationMs: this.lockDurationMs,
         running: this.running,
+        leases: this.leases,
       }),
       {
         connection: redis,
         prefix: QUEUE_PREFIX,
         concurrency: lane.slots,
-        maxStalledCount: MAX_STALLED_COUNT,
-        ...(this.deps.lockDurationMs ? { lockDuration: this.deps.lockDurationMs, stalledInterval: this.deps.lockDurationMs } : {}),
+        maxStalledCount: UNLIMITED_STALLS,
+        lockDuration: this.lockDurationMs,
+        stalledInterval: this.lockDurationMs,
       },
     );
     this.worker.on('error', (err) => log.error({ err }, 'bullmq worker error'));
+    // Fires once Redis answers again after the lock was lost; the lease fences the run at once.
+    this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const id of jobIds) this.leases.get(id)?.lost('lock-renewal-failed');
+    });
   }
 
-  stopCard(cardId: string, reason: StopReason): boolean {
+  private get lockDurationMs(): number {
+    return this.deps.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
+  }
+
+  stopCard(cardId: string, reason: Exclude<StopReason, 'fenced'>): boolean {
     const controller = this.running.get(cardId);
     if (!controller) return false;
     controller.abort(reason);

@@ -6,9 +6,9 @@ import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from 
 import { canaryCommand, evaluateIdleProbe, evaluateRespawn, readCanary, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
+import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, type SlotSnapshot, type SlotStateName } from './slot-state.js';
 
-/** starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back. */
-export type SlotState = 'starting' | 'live' | 'dead' | 'respawning' | 'waiting-provider' | 'stopped';
+export type SlotState = SlotStateName;
 
 export type Readiness = { kind: 'live'; handle: SandboxHandle } | { kind: 'wait'; retryAt: number; reason: string };
 
@@ -37,20 +37,53 @@ type SpawnResult = Readiness | { kind: 'retry'; reason: string };
 
 /** One lane worker slot. It owns exactly one sandbox at a time; a respawn replaces it. */
 export class Slot {
-  state: SlotState = 'starting';
-  handle: SandboxHandle | undefined;
-  cardId: string | undefined;
-  private observedExitCode: ObservedExitCode | undefined;
-  private deadSandboxId: string | undefined;
+  /** Everything the slot is, in one value that only `nextSlotState` changes. */
+  private snapshot: SlotSnapshot = INITIAL_SLOT_STATE;
   private deaths: DeathHistory = { deaths: [] };
   private spawning: Promise<SpawnResult> | undefined;
-  private stopped = false;
   private readonly stopping = new AbortController();
 
   constructor(private readonly deps: SlotDeps) {}
 
   get id(): string {
     return this.deps.slotId;
+  }
+
+  get state(): SlotState {
+    return this.snapshot.sandbox.state;
+  }
+
+  /** The live sandbox, if any. */
+  get handle(): SandboxHandle | undefined {
+    return this.snapshot.sandbox.state === 'live' ? this.snapshot.sandbox.handle : undefined;
+  }
+
+  get cardId(): string | undefined {
+    return this.snapshot.cardId;
+  }
+
+  private get stopped(): boolean {
+    return this.snapshot.sandbox.state === 'stopped';
+  }
+
+  private get dead(): DeadSandbox | undefined {
+    const p = this.snapshot.sandbox;
+    return p.state === 'dead' || p.state === 'respawning' || p.state === 'waiting-provider' ? p.dead : undefined;
+  }
+
+  /** Applies one event through the transition function; IllegalStateError if the state does not allow it. */
+  private apply(event: SlotEvent, notify = true): void {
+    this.snapshot = nextSlotState(this.snapshot, event);
+    if (notify) this.deps.onChange(this);
+  }
+
+  /** The pool gives the slot a card; only the pool calls this. */
+  take(cardId: string): void {
+    this.apply({ type: 'take', cardId }, false);
+  }
+
+  release(): void {
+    this.apply({ type: 'release' }, false);
   }
 
   get log(): Logger {
@@ -61,8 +94,8 @@ export class Slot {
   async ready(): Promise<Readiness> {
     for (;;) {
       if (this.stopped) return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
-      if (this.state === 'live' && this.handle) return { kind: 'live', handle: this.handle };
-      this.spawning ??= this.spawn(this.deadSandboxId !== undefined);
+      if (this.handle) return { kind: 'live', handle: this.handle };
+      this.spawning ??= this.spawn(this.dead !== undefined);
       const result = await this.spawning;
       this.spawning = undefined;
       if (result.kind !== 'retry') return result;
@@ -93,10 +126,9 @@ export class Slot {
   markDead(observedExitCode: ObservedExitCode, reason: string): void {
     const old = this.handle;
     const { log, events, lane, now, provider } = this.deps;
-    this.handle = undefined;
-    this.state = 'dead';
-    this.observedExitCode = observedExitCode;
-    this.deadSandboxId = old?.id;
+    // A stopping slot terminates its sandbox anyway; there is nothing to respawn.
+    if (this.stopped) return;
+    this.apply({ type: 'dead', observedExitCode }, false);
     this.deaths = recordDeath(this.deaths, now(), lane.respawn);
     log.warn({ event: 'sandbox.dead', sandboxId: old?.id, observedExitCode, reason }, 'sandbox.dead');
     void events
@@ -121,10 +153,10 @@ export class Slot {
     if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     const gate = await breaker.gate();
     if (gate.action === 'wait') {
-      this.setState('waiting-provider');
+      this.apply({ type: 'wait-provider' });
       return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };
     }
-    this.setState(respawn ? 'respawning' : 'starting');
+    this.apply({ type: 'spawn', respawn });
     let handle: SandboxHandle;
     try {
       handle = await provider.create(
@@ -156,12 +188,15 @@ export class Slot {
       return { kind: 'retry', reason: failure };
     }
     await breaker.canaryPassed();
-    if (this.deadSandboxId) this.deps.record({ ...this.recordOf({ id: this.deadSandboxId }), state: 'dead', replacedBy: handle.id });
+    if (this.stopped) {
+      // Halted while the canary ran: this sandbox never goes live.
+      await bestEffort('terminate sandbox prepared while stopping', () => handle.terminate(), warnTo(log));
+      return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    }
+    const replaced = this.dead?.sandboxId;
+    if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
-    this.handle = handle;
-    this.observedExitCode = undefined;
-    this.deadSandboxId = undefined;
-    this.setState('live');
+    this.apply({ type: 'live', handle });
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
     await this.deps.events
@@ -196,15 +231,11 @@ export class Slot {
     return { id: handle.id, provider: provider.name, state: 'live', lane: lane.name, slot: this.id, worker: workerId, ...(handle.pid !== undefined ? { pid: handle.pid } : {}) };
   }
 
-  private setState(state: SlotState): void {
-    this.state = state;
-    this.deps.onChange(this);
-  }
-
   status(heartbeatAt: number): SlotStatus {
     const sandboxState: SandboxState | undefined =
       this.state === 'live' ? 'live' : this.state === 'dead' ? 'dead' : this.state === 'stopped' ? 'terminated' : 'creating';
-    const id = this.handle?.id ?? this.deadSandboxId;
+    const id = this.handle?.id ?? this.dead?.sandboxId ?? (this.snapshot.sandbox.state === 'stopped' ? this.snapshot.sandbox.handle?.id : undefined);
+    const observedExitCode = this.dead?.observedExitCode;
     return {
       slot: this.id,
       worker: this.deps.workerId,
@@ -216,7 +247,7 @@ export class Slot {
               state: sandboxState,
               provider: this.deps.provider.name,
               ...(this.handle?.pid !== undefined ? { pid: this.handle.pid } : {}),
-              ...(this.observedExitCode !== undefined ? { observedExitCode: this.observedExitCode } : {}),
+              ...(observedExitCode !== undefined ? { observedExitCode } : {}),
             },
           }
         : {}),
@@ -226,7 +257,7 @@ export class Slot {
 
   /** First half of stop, synchronous: no new sandbox, and any backoff wait ends now. */
   halt(): void {
-    this.stopped = true;
+    this.apply({ type: 'halt' }, false);
     this.stopping.abort();
   }
 
@@ -234,9 +265,9 @@ export class Slot {
     this.halt();
     const spawning = this.spawning;
     if (spawning) await spawning.catch(() => undefined);
-    const handle = this.handle;
-    this.handle = undefined;
-    this.state = 'stopped';
+    const p = this.snapshot.sandbox;
+    const handle = p.state === 'stopped' ? p.handle : undefined;
+    this.apply({ type: 'terminated' }, false);
     if (handle) await bestEffort('terminate sandbox on stop', () => handle.terminate(), warnTo(this.deps.log));
   }
 }

@@ -18,6 +18,7 @@ export {
   type BlockedReason,
   type FailedReason,
 } from './card-state.js';
+export { CARD_TRANSITIONS, isLegalCardTransition, legalSourcesOf } from './card-transitions.js';
 export {
   SandboxStateSchema,
   ObservedExitCodeSchema,
