@@ -4,8 +4,10 @@ import {
   canaryCommand,
   classify,
   planProbe,
+  planSecondCanary,
   readCanary,
   suspectOf,
+  type CanaryReading,
   type CommandOutcome,
   type ProbeFinding,
   type ProviderErrorKind,
@@ -61,9 +63,25 @@ export async function probe(handle: SandboxHandle, deps: CheckDeps): Promise<Pro
     return { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) };
   }
   if (poll.state !== 'live') return { kind: 'polled', poll };
-  const nonce = deps.newNonce();
-  const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: deps.canaryTimeoutMs });
-  return readCanary(outcome, nonce).finding;
+  return (await runCanary(handle, deps)).finding;
+}
+
+/**
+ * The nonce canary, written once for every caller (probe, a new sandbox's readiness, the breaker's
+ * half-open probe): `echo <nonce>` with a deadline, and a second, longer one when the first was
+ * only late (slow is not silent).
+ */
+export async function runCanary(handle: SandboxHandle, deps: CheckDeps): Promise<CanaryReading> {
+  const once = async (timeoutMs: number): Promise<CanaryReading> => {
+    const nonce = deps.newNonce();
+    const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs });
+    return readCanary(outcome, nonce);
+  };
+  const first = await once(deps.canaryTimeoutMs);
+  const plan = planSecondCanary(first, { canaryTimeoutMs: deps.canaryTimeoutMs });
+  if (plan.action === 'accept') return first;
+  const second = await once(plan.canaryTimeoutMs);
+  return { ...second, reason: `${plan.reason}; second canary: ${second.reason}` };
 }
 
 /** Runs one command and reads it the way the supervisor does (rules 1 and 2). */

@@ -4,6 +4,8 @@ import {
   DEFAULT_PROBE_CONFIG,
   canaryCommand,
   planProbe,
+  planSecondCanary,
+  SECOND_CANARY_DEADLINE_FACTOR,
   readCanary,
   suspectOf,
   type CommandOutcome,
@@ -80,5 +82,24 @@ describe('readCanary', () => {
     const r = readCanary(outcome, NONCE);
     expect(r.finding).toEqual(finding);
     expect(r.reason).toBeTruthy();
+  });
+});
+
+describe('planSecondCanary (slow is not silent)', () => {
+  const live = { kind: 'polled', poll: { state: 'live' } } as const;
+  it.each<[string, Parameters<typeof planSecondCanary>[0], 'accept' | 'second']>([
+    ['answered', { finding: { ...live, canary: 'answered' }, reason: 'r' }, 'accept'],
+    ['wrong output is silence, not lateness', { finding: { ...live, canary: 'silent' }, reason: 'r' }, 'accept'],
+    ['missed its deadline', { finding: { ...live, canary: 'silent' }, reason: 'r', missedDeadline: true }, 'second'],
+    ['the exec threw', { finding: { kind: 'probe-failed', error: 'provider-unavailable', message: 'm' }, reason: 'r' }, 'accept'],
+  ])('%s → %s', (_name, reading, action) => {
+    const plan = planSecondCanary(reading, { canaryTimeoutMs: 1_000 });
+    expect(plan.action).toBe(action);
+    if (plan.action === 'second') expect(plan.canaryTimeoutMs).toBe(1_000 * SECOND_CANARY_DEADLINE_FACTOR);
+  });
+
+  it('readCanary marks only a deadline miss as late', () => {
+    expect(readCanary(ran(137, '', true), NONCE).missedDeadline).toBe(true);
+    expect(readCanary(ran(1, 'nope'), NONCE).missedDeadline).toBeUndefined();
   });
 });
