@@ -39,7 +39,7 @@ export type CardAction =
   | { kind: 'fail'; move: Extract<CardMove, { to: 'failed' }>; error: string; markDead?: SandboxDeath }
   /** Record blocked, then move the job to delayed until `move.retryAt`. */
   | { kind: 'block'; move: Extract<CardMove, { to: 'blocked' }>; markDead?: SandboxDeath }
-  /** Graceful shutdown: record queued and make the job waiting again, no attempt spent. */
+  /** Graceful shutdown, or an exec that failed in transport: record queued and make the job waiting again, no attempt spent. */
   | { kind: 'hand-back'; move: Extract<CardMove, { to: 'queued' }> }
   | { kind: 'cancel'; move: Extract<CardMove, { to: 'cancelled' }> }
   /** Fenced: no card move and no BullMQ move; the run that holds the lock now owns the card. */
@@ -92,6 +92,16 @@ export function decideCard(outcome: CardOutcome, record: Pick<CardRecord, 'infra
         retryAt: nowMs + SANDBOX_DEAD_BACKSTOP_MS,
       };
       return { kind: 'block', move, markDead: death };
+    }
+    case 'interrupted': {
+      // The command's fate is unknown, not failed: no attempt is spent, but an infra retry is, so a
+      // flapping transport cannot loop a card forever.
+      const budget = evaluateInfraRetry(record, lane.infraRetries);
+      if (budget.action === 'fail') {
+        const move = { ...where, to: 'failed' as const, failedReason: 'infra' as const, message: `${budget.reason}; last: ${outcome.message}` };
+        return { kind: 'fail', move, error: `infra retries exhausted: ${outcome.message}` };
+      }
+      return { kind: 'hand-back', move: { ...where, to: 'queued', infraRetries: budget.infraRetries, message: `re-run, no attempt spent: ${outcome.message}` } };
     }
     case 'provider-outage':
       return {

@@ -33,6 +33,10 @@ describe('decideCard', () => {
       { kind: 'cancel', move: { ...where, to: 'cancelled', message: 'cancelled during agent' } }],
     ['shutdown → hand back, no attempt spent', { kind: 'stopped', reason: 'shutdown', step: 'agent' }, { infraRetries: 0 }, run,
       { kind: 'hand-back', move: { ...where, to: 'queued', message: 'handed back on shutdown' } }],
+    ['interrupted (exec transport failed, sandbox answers) → re-run, no attempt spent, one infra retry', { kind: 'interrupted', message: 'router dropped', step: 'agent' }, { infraRetries: 0 }, run,
+      { kind: 'hand-back', move: { ...where, to: 'queued', infraRetries: 1, message: 're-run, no attempt spent: router dropped' } }],
+    ['interrupted past the infra budget → fail infra', { kind: 'interrupted', message: 'router dropped', step: 'agent' }, { infraRetries: 2 }, run,
+      { kind: 'fail', move: { ...where, to: 'failed', failedReason: 'infra', message: 'infra retry budget exhausted (2 of 2 used); last: router dropped' }, error: 'infra retries exhausted: router dropped' }],
     ['fenced → discard: no move at all', { kind: 'fenced', reason: 'lock lost' }, { infraRetries: 0 }, run, { kind: 'discard', reason: 'lock lost' }],
   ])('%s', (_name, outcome, record, context, expected) => {
     expect(decideCard(outcome, record, lane, NOW, context)).toEqual(expected);

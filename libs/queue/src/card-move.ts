@@ -19,7 +19,14 @@ interface Where {
 
 /** One move of a card, typed by the state it goes to: each target carries what it needs and no more. */
 export type CardMove =
-  | (Where & { to: 'queued'; event?: 'card.queued' | 'card.redriven' | 'card.unblocked'; verdict?: Verdict; exitCode?: number })
+  | (Where & {
+      to: 'queued';
+      event?: 'card.queued' | 'card.redriven' | 'card.unblocked';
+      verdict?: Verdict;
+      exitCode?: number;
+      /** New infra-retry count, when a re-run spends one instead of an attempt. */
+      infraRetries?: number;
+    })
   | (Where & { to: 'running'; sandboxId: string })
   | (Where & { to: 'done'; result?: unknown; exitCode?: number })
   | (Where & { to: 'failed'; failedReason: FailedReason; verdict?: Verdict; exitCode?: number; observedExitCode?: ObservedExitCode })
@@ -97,9 +104,9 @@ export function renderMove(card: { id: string; lane: string }, move: CardMove, a
     case 'blocked':
       set.blockedReason = move.blockedReason;
       set.blockedMessage = move.message ?? '';
-      if (move.infraRetries !== undefined) set.infraRetries = String(move.infraRetries);
       break;
   }
+  if ((move.to === 'blocked' || move.to === 'queued') && move.infraRetries !== undefined) set.infraRetries = String(move.infraRetries);
   if (move.to !== 'blocked') del.push('blockedReason', 'blockedMessage');
   const type: EventType = move.to === 'queued' && move.event ? move.event : `card.${move.to}`;
   const { retryAt: _retryAt, exitCode: _exitCode, ...eventData } = d;

@@ -17,6 +17,8 @@ export interface CheckedCommand {
   outcome: CommandOutcome;
   result?: ExecResult;
   verdict: Verdict;
+  /** The exec's transport failed and the sandbox answered: re-run without spending an attempt. */
+  transportFailed: boolean;
   observedExitCode: ObservedExitCode;
   reason: string;
 }
@@ -95,5 +97,5 @@ export async function checkedExec(
   const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
   const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
   const c = classify(outcome, finding);
-  return { outcome, result, verdict: c.verdict, observedExitCode: c.observedExitCode, reason: c.reason };
+  return { outcome, result, verdict: c.verdict, transportFailed: c.transportFailed, observedExitCode: c.observedExitCode, reason: c.reason };
 }

@@ -80,6 +80,16 @@ describe('classify (rule 2)', () => {
     expect(c.reason).toBeTruthy();
   });
 
+  it.each<[string, CommandOutcome, ProbeFinding, boolean]>([
+    ['exec threw unavailable, live, canary answered: transport, no attempt spent', threw('provider-unavailable'), liveAnswered, true],
+    ['exec threw other, live, canary answered: not transport', threw('other'), liveAnswered, false],
+    ['bare exit 1, live, canary answered: the command ran and failed', bare1, liveAnswered, false],
+    ['exec threw unavailable, canary silent: dead, not transport', threw('provider-unavailable'), liveSilent, false],
+    ['exec threw unavailable, probe unavailable: outage, not transport', threw('provider-unavailable'), probeFailed('provider-unavailable'), false],
+  ])('transportFailed: %s → %s', (_name, outcome, finding, transport) => {
+    expect(classify(outcome, finding).transportFailed).toBe(transport);
+  });
+
   it('keeps 0 as the number 0, not "unknown" or undefined', () => {
     const c = classify(bare1, polledExited(0));
     expect(c.observedExitCode).toStrictEqual(0);
