@@ -68,6 +68,8 @@ export class LaneWorker {
       log,
       now: deps.now,
       onClosed: () => void this.redrive({ type: 'breaker-closed', lane: lane.name }),
+      // Half-open on its own schedule: an idle live slot runs the one probe now, not at the next beat.
+      onHalfOpen: () => void this.checkIdleSlots(),
     });
     const slots = Array.from({ length: lane.slots }, (_, i) => {
       const slotId = `${deps.workerId}-${lane.name}-${i}`;
@@ -155,6 +157,8 @@ export class LaneWorker {
   }
 
   async checkIdleSlots(): Promise<void> {
+    // Reads the shared breaker (another worker may have opened it) and half-opens it when due.
+    await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
     await Promise.all(this.pool.slots.map((s) => bestEffort('idle probe', () => s.checkIdle(), warnTo(this.deps.log))));
   }
 
@@ -164,6 +168,7 @@ export class LaneWorker {
 
   /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
   async stop(): Promise<void> {
+    this.breaker.close();
     // Stop fetching first, then hand the running cards back; close() resolves once they are.
     const closing = this.worker?.close();
     for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);

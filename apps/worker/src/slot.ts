@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
-import { errorKind, execOutcome } from '@lanes/runner';
+import { errorKind, runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { canaryCommand, evaluateIdleProbe, evaluateRespawn, readCanary, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
+import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, type SlotSnapshot, type SlotStateName } from './slot-state.js';
@@ -42,6 +42,8 @@ export class Slot {
   private deaths: DeathHistory = { deaths: [] };
   private spawning: Promise<SpawnResult> | undefined;
   private readonly stopping = new AbortController();
+  /** Idle canaries the current sandbox failed in a row (see evaluateIdleCanary). */
+  private failedCanaries = 0;
 
   constructor(private readonly deps: SlotDeps) {}
 
@@ -115,10 +117,39 @@ export class Slot {
     const decision = evaluateIdleProbe(finding);
     switch (decision.action) {
       case 'keep':
+        // Live (or unknown). While the breaker is not closed, an idle live sandbox is how the lane
+        // probes the provider: no create is needed for the breaker to learn it is back.
+        if (finding.kind === 'polled' && this.deps.breaker.state.state !== 'closed') await this.idleCanary(handle);
         return;
       case 'mark-dead':
         // A card may have taken the slot while the poll was out; then the card's own run decides.
-        if (this.handle === handle && this.cardId === undefined && this.state === 'live') this.markDead(decision.observedExitCode, decision.reason);
+        if (this.idleWith(handle)) this.markDead(decision.observedExitCode, decision.reason);
+    }
+  }
+
+  private idleWith(handle: SandboxHandle): boolean {
+    return this.handle === handle && this.cardId === undefined && this.state === 'live';
+  }
+
+  /** The breaker's probe on an idle live sandbox; a bounded run of failures marks the sandbox dead. */
+  private async idleCanary(handle: SandboxHandle): Promise<void> {
+    const { breaker, lane, newNonce, log } = this.deps;
+    const gate = await breaker.gate();
+    if (gate.action === 'wait' || !this.idleWith(handle)) return;
+    const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
+    const decision = evaluateIdleCanary(this.failedCanaries, reading);
+    this.failedCanaries = decision.failedCanaries;
+    log.info({ event: 'sandbox.idle-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.idle-canary');
+    switch (decision.action) {
+      case 'passed':
+        await breaker.canaryPassed();
+        return;
+      case 'count':
+        if (decision.breakerFailure) await breaker.failure(decision.reason);
+        return;
+      case 'mark-dead':
+        if (decision.breakerFailure) await breaker.failure(decision.reason);
+        if (this.idleWith(handle)) this.markDead('unknown', decision.reason);
     }
   }
 
@@ -196,6 +227,7 @@ export class Slot {
     const replaced = this.dead?.sandboxId;
     if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
+    this.failedCanaries = 0;
     this.apply({ type: 'live', handle });
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
@@ -220,9 +252,7 @@ export class Slot {
     } catch (err) {
       return `file sync failed: ${String(err)}`;
     }
-    const nonce = newNonce();
-    const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: lane.canaryTimeoutMs });
-    const reading = readCanary(outcome, nonce);
+    const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
     return reading.finding.kind === 'polled' && reading.finding.canary === 'answered' ? undefined : `canary: ${reading.reason}`;
   }
 

@@ -65,3 +65,4 @@ export {
 } from './fleet.js';
 export { isInsideWindow, pruneWindow } from './window.js';
 export { evaluateIdleProbe, type IdleProbeFinding, type IdleProbeDecision } from './idle-probe.js';
+export { evaluateIdleCanary, DEFAULT_MAX_FAILED_CANARIES, DEFAULT_IDLE_CANARY_CONFIG, type IdleCanaryConfig, type IdleCanaryDecision } from './idle-canary.js';
