@@ -19,6 +19,8 @@ export type CardOutcome =
   /** No sandbox to run on: the slot waits for the provider. */
   | { kind: 'no-sandbox'; retryAt: number; reason: string }
   | { kind: 'stopped'; reason: Exclude<StopReason, 'fenced'>; step: string }
+  /** The lane's config cannot make a sandbox: the card waits for a person, as needs-human. */
+  | { kind: 'misconfigured'; reason: string }
   /** The run lost its lock: whatever it produced belongs to no one. */
   | { kind: 'fenced'; reason: string };
 
@@ -115,6 +117,10 @@ export function decideCard(outcome: CardOutcome, record: Pick<CardRecord, 'infra
           retryAt: outcome.breakerRetryAt ?? nowMs + lane.breaker.openMs,
         },
       };
+    case 'misconfigured':
+      // Not the provider's fault and not the card's: no breaker, no attempt; a person fixes the
+      // config and unblocks the card, so nothing is lost.
+      return { kind: 'block', move: { ...where, to: 'blocked', blockedReason: 'needs-human', message: outcome.reason, retryAt: nowMs + NEEDS_HUMAN_HOLD_MS } };
     case 'no-sandbox':
       return {
         kind: 'block',

@@ -101,6 +101,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   const ready = await slot.ready();
   if (controller.signal.aborted) return act(run, context, decide(run, context, stoppedOutcome(controller, 'sandbox start')));
   if (ready.kind === 'wait') return act(run, context, decide(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason }));
+  if (ready.kind === 'misconfigured') return act(run, context, decide(run, context, { kind: 'misconfigured', reason: ready.reason }));
   const handle = ready.handle;
   context.sandboxId = handle.id;
 

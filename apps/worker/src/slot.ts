@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
+import { ConfigError, ProviderInvalidError, defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
 import { errorKind, runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
@@ -10,7 +10,16 @@ import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, ty
 
 export type SlotState = SlotStateName;
 
-export type Readiness = { kind: 'live'; handle: SandboxHandle } | { kind: 'wait'; retryAt: number; reason: string };
+export type Readiness =
+  | { kind: 'live'; handle: SandboxHandle }
+  | { kind: 'wait'; retryAt: number; reason: string }
+  /** The lane's config cannot make a sandbox (a missing secret or file, an image that fails to build): a person must fix it. */
+  | { kind: 'misconfigured'; reason: string };
+
+/** A failure no retry can fix: reported on the lane and the card, never fed to the breaker. */
+function isConfigError(err: unknown): err is ProviderInvalidError | ConfigError {
+  return err instanceof ProviderInvalidError || err instanceof ConfigError;
+}
 
 export interface SlotDeps {
   lane: LaneConfig;
@@ -201,6 +210,7 @@ export class Slot {
         { connectTimeoutMs: lane.connectTimeoutMs },
       );
     } catch (err) {
+      if (isConfigError(err)) return this.misconfigured(err);
       await breaker.failure(String(err));
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
@@ -211,6 +221,10 @@ export class Slot {
       return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     }
     const failure = await this.prepare(handle);
+    if (failure instanceof Error) {
+      await bestEffort('terminate misconfigured sandbox', () => provider.terminateById(handle.id), warnTo(log));
+      return this.misconfigured(failure);
+    }
     if (failure) {
       await breaker.failure(failure);
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
@@ -238,8 +252,15 @@ export class Slot {
     return { kind: 'live', handle };
   }
 
-  /** File sync and the canary; returns why it failed, or undefined. */
-  private async prepare(handle: SandboxHandle): Promise<string | undefined> {
+  /** Says the lane cannot make a sandbox as configured; the slot tries again for the next card. */
+  private misconfigured(err: ProviderInvalidError | ConfigError): Readiness {
+    const reason = `lane ${this.deps.lane.name} is misconfigured: ${err.message}`;
+    this.deps.log.error({ event: 'lane.misconfigured', err: err.message }, 'lane.misconfigured');
+    return { kind: 'misconfigured', reason };
+  }
+
+  /** File sync and the canary; returns why it failed (a config error as such), or undefined. */
+  private async prepare(handle: SandboxHandle): Promise<string | ProviderInvalidError | ConfigError | undefined> {
     const { lane, filesBaseDir, newNonce } = this.deps;
     try {
       if (lane.files.length) {
@@ -250,6 +271,7 @@ export class Slot {
         this.deps.log.info({ event: 'sandbox.synced', sandboxId: handle.id, ...summary }, 'file sync done');
       }
     } catch (err) {
+      if (isConfigError(err)) return err;
       return `file sync failed: ${String(err)}`;
     }
     const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });

@@ -29,6 +29,8 @@ describe('decideCard', () => {
       { kind: 'block', move: { ...where, to: 'blocked', blockedReason: 'provider-outage', verdict: 'provider-outage', message: 'down', retryAt: NOW + 7_000 } }],
     ['no sandbox → block until the slot says', { kind: 'no-sandbox', retryAt: NOW + 9, reason: 'breaker open' }, { infraRetries: 0 }, { attempt: 1, maxAttempts: 2, slot: 'w-l-0' },
       { kind: 'block', move: { attempt: 1, slot: 'w-l-0', to: 'blocked', blockedReason: 'provider-outage', verdict: 'provider-outage', message: 'breaker open', retryAt: NOW + 9 } }],
+    ['misconfigured lane → blocked needs-human, no breaker, no attempt', { kind: 'misconfigured', reason: 'secret gh missing' }, { infraRetries: 0 }, { attempt: 1, maxAttempts: 2, slot: 'w-l-0' },
+      { kind: 'block', move: { attempt: 1, slot: 'w-l-0', to: 'blocked', blockedReason: 'needs-human', message: 'secret gh missing', retryAt: NOW + NEEDS_HUMAN_HOLD_MS } }],
     ['cancel → cancelled', { kind: 'stopped', reason: 'cancel', step: 'agent' }, { infraRetries: 0 }, run,
       { kind: 'cancel', move: { ...where, to: 'cancelled', message: 'cancelled during agent' } }],
     ['shutdown → hand back, no attempt spent', { kind: 'stopped', reason: 'shutdown', step: 'agent' }, { infraRetries: 0 }, run,
