@@ -7,6 +7,7 @@ import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import { LaneBreaker } from './lane-breaker.js';
+import { Terminator } from './terminator.js';
 import { assertLeaseFits } from './lease.js';
 import { createProcessor, type StopReason } from './processor.js';
 import type { RunLease } from './run-lease.js';
@@ -54,6 +55,7 @@ export interface LaneWorkerDeps {
 export class LaneWorker {
   readonly pool: SlotPool;
   readonly breaker: LaneBreaker;
+  readonly terminator: Terminator;
   private readonly running = new Map<string, AbortController>();
   private readonly leases = new Map<string, RunLease>();
   private worker: Worker | undefined;
@@ -61,6 +63,7 @@ export class LaneWorker {
   constructor(private readonly deps: LaneWorkerDeps) {
     const { lane, log } = deps;
     assertLeaseFits(lane.name, this.lockDurationMs, lane.killGraceMs);
+    this.terminator = new Terminator({ provider: deps.provider, log });
     this.breaker = new LaneBreaker({
       lane,
       cas: deps.cas,
@@ -78,6 +81,7 @@ export class LaneWorker {
         slotId,
         workerId: deps.workerId,
         provider: deps.provider,
+        terminator: this.terminator,
         breaker: this.breaker,
         events: deps.events,
         log: log.child({ slot: slotId }),
@@ -159,6 +163,7 @@ export class LaneWorker {
   async checkIdleSlots(): Promise<void> {
     // Reads the shared breaker (another worker may have opened it) and half-opens it when due.
     await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
+    await this.terminator.retryPending();
     await Promise.all(this.pool.slots.map((s) => bestEffort('idle probe', () => s.checkIdle(), warnTo(this.deps.log))));
   }
 

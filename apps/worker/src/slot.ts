@@ -6,6 +6,7 @@ import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from 
 import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
+import type { Terminator } from './terminator.js';
 import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, type SlotSnapshot, type SlotStateName } from './slot-state.js';
 
 export type SlotState = SlotStateName;
@@ -26,6 +27,8 @@ export interface SlotDeps {
   slotId: string;
   workerId: string;
   provider: SandboxProvider;
+  /** Terminates by id until confirmed. */
+  terminator: Terminator;
   breaker: LaneBreaker;
   events: EventLog;
   log: Logger;
@@ -165,7 +168,7 @@ export class Slot {
   /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */
   markDead(observedExitCode: ObservedExitCode, reason: string): void {
     const old = this.handle;
-    const { log, events, lane, now, provider } = this.deps;
+    const { log, events, lane, now } = this.deps;
     // A stopping slot terminates its sandbox anyway; there is nothing to respawn.
     if (this.stopped) return;
     this.apply({ type: 'dead', observedExitCode }, false);
@@ -178,7 +181,7 @@ export class Slot {
     this.deps.onChange(this);
     const decision = evaluateRespawn(this.deaths, lane.respawn, now());
     this.spawning = (async (): Promise<SpawnResult> => {
-      if (old) await bestEffort('terminate dead sandbox', () => provider.terminateById(old.id), warnTo(log));
+      if (old) await this.deps.terminator.terminate(old.id, 'dead');
       if (decision.action === 'wait') {
         log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
         await this.deps.sleep(decision.delayMs, this.stopping.signal);
@@ -222,14 +225,14 @@ export class Slot {
     }
     const failure = await this.prepare(handle);
     if (failure instanceof Error) {
-      await bestEffort('terminate misconfigured sandbox', () => provider.terminateById(handle.id), warnTo(log));
+      await this.deps.terminator.terminate(handle.id, 'misconfigured');
       return this.misconfigured(failure);
     }
     if (failure) {
       await breaker.failure(failure);
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
-      await bestEffort('terminate failed sandbox', () => provider.terminateById(handle.id), warnTo(log));
+      await this.deps.terminator.terminate(handle.id, 'failed its preparation');
       return { kind: 'retry', reason: failure };
     }
     await breaker.canaryPassed();
