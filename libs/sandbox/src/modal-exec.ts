@@ -5,6 +5,7 @@ import { cancelledBeforeStart } from './exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
+import { sdkTimeoutMs } from './modal-timeouts.js';
 import type { ExecOptions, ExecResult, OutputStream } from './provider.js';
 
 /** How a running command learns about its sandbox and its timing knobs (one per sandbox handle). */
@@ -82,7 +83,7 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
   const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
   for (let attempt = 0; attempt < MAX_KILL_ATTEMPTS; attempt++) {
     try {
-      const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: killBackstopMs });
+      const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: sdkTimeoutMs('kill exec timeoutMs', killBackstopMs) });
       cancelStreams(killer);
       await withDeadline(killer.wait(), killBackstopMs);
     } catch (err) {
@@ -105,8 +106,10 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   const startedAt = ctx.now();
   const graceMs = options.killGraceMs ?? defaults.DEFAULT_KILL_GRACE_MS;
   const execId = ctx.newExecId();
-  // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin.
-  const backstopMs = options.timeoutMs === undefined ? undefined : options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs;
+  // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin,
+  // in the whole seconds the SDK accepts (a bad value throws ProviderInvalidError before any call).
+  const backstopMs =
+    options.timeoutMs === undefined ? undefined : sdkTimeoutMs('exec timeoutMs', options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs);
 
   // Cancelled between leaving the queue and starting: never reaches the sandbox.
   if (options.signal?.aborted) return cancelledBeforeStart(ctx.now() - startedAt);

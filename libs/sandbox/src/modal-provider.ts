@@ -13,6 +13,7 @@ import { createModalClient, type ModalClientFactoryOptions, type ModalClientLike
 import { MODAL_PROVIDER_NAME, isGone, toLanesError } from './modal-errors.js';
 import { canaryArgv } from './modal-exec-scripts.js';
 import { ModalResources } from './modal-resources.js';
+import { sdkTimeoutMs } from './modal-timeouts.js';
 import { ModalSandboxHandle, type ModalHandleTiming } from './modal-sandbox-handle.js';
 import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
 
@@ -184,6 +185,8 @@ export class ModalProvider implements SandboxProvider {
   }
 
   async #createSandbox(spec: SandboxSpec): Promise<ModalSandboxLike> {
+    // Modal requires a lifetime; lanes sets one on every sandbox, checked before any call is made.
+    const lifetimeMs = sdkTimeoutMs('sandbox timeoutMs', spec.timeoutMs ?? this.#options.sandboxLifetimeMs);
     const [app, image, secrets, volumes] = await Promise.all([
       this.#resources.app(),
       this.#resources.image(spec.image),
@@ -194,8 +197,7 @@ export class ModalProvider implements SandboxProvider {
     ]);
     try {
       return await this.#client.sandboxes.create(app, image, {
-        // Modal requires a lifetime; lanes sets one on every sandbox.
-        timeoutMs: spec.timeoutMs ?? this.#options.sandboxLifetimeMs,
+        timeoutMs: lifetimeMs,
         env: { ...(spec.env ?? {}) },
         secrets,
         ...(volumes.length > 0 ? { volumes: Object.fromEntries(volumes) } : {}),
@@ -213,7 +215,7 @@ export class ModalProvider implements SandboxProvider {
     let code: number;
     let stdout: string;
     try {
-      const proc = await sandbox.exec(canaryArgv(this.#options.workdir, nonce), { timeoutMs });
+      const proc = await sandbox.exec(canaryArgv(this.#options.workdir, nonce), { timeoutMs: sdkTimeoutMs('canary timeoutMs', timeoutMs) });
       [code, stdout] = await Promise.all([proc.wait(), proc.stdout.readText()]);
     } catch (err) {
       throw toLanesError(err, scope);

@@ -33,6 +33,12 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly #queue: ExecQueue;
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
+  /**
+   * Set once this handle has seen the sandbox finished (its own poll, or a command's liveness race).
+   * A finished Modal sandbox never runs again, so later calls fail at once: the real SDK would send
+   * them to the dead task's command router and retry its silence for seconds.
+   */
+  #gone: SandboxGoneError | undefined;
 
   constructor(sandbox: ModalSandboxLike, workdir: string, timing: ModalHandleTiming, deps: ModalHandleDeps) {
     this.id = sandbox.sandboxId;
@@ -52,14 +58,22 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     try {
       return await this.#queue.exec(argv, options);
     } catch (err) {
-      // Once the sandbox is known gone, everything queued behind learns it now.
-      if (err instanceof SandboxGoneError) this.#queue.rejectQueued(err);
+      // Once the sandbox is known gone, everything queued behind learns it now, and so does every later call.
+      if (err instanceof SandboxGoneError) {
+        this.#gone ??= err;
+        this.#queue.rejectQueued(err);
+      }
       throw err;
     }
+  }
+
+  #throwIfFinished(): void {
+    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    if (this.#gone) throw this.#gone;
   }
 
   async poll(): Promise<PollResult> {
@@ -67,10 +81,15 @@ export class ModalSandboxHandle implements SandboxHandle {
     const sandbox = this.#terminated ? await this.#deps.client.sandboxes.fromId(this.id) : this.#sandbox;
     try {
       const code = await sandbox.poll();
-      return code === null ? { state: 'live' } : { state: 'exited', exitCode: code };
+      if (code === null) return { state: 'live' };
+      this.#gone ??= new SandboxGoneError(this.id, `exited(${code})`);
+      return { state: 'exited', exitCode: code };
     } catch (err) {
       const mapped = toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
-      if (mapped instanceof SandboxGoneError) return { state: 'missing' };
+      if (mapped instanceof SandboxGoneError) {
+        this.#gone ??= mapped;
+        return { state: 'missing' };
+      }
       throw mapped;
     } finally {
       if (sandbox !== this.#sandbox) sandbox.detach();
@@ -78,7 +97,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
     try {
       await this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path));
@@ -88,7 +107,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     try {
       return await this.#sandbox.filesystem.readBytes(this.#resolve(path));
     } catch (err) {

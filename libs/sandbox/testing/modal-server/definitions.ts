@@ -30,9 +30,11 @@ let loaded: ModalDefinitions | undefined;
 export function modalDefinitions(): ModalDefinitions {
   if (loaded) return loaded;
   const require = createRequire(import.meta.url);
-  // `require` resolves the package's CJS entry (dist/index.cjs); package.json is not exported.
-  const filename = require.resolve('modal');
-  const packageJson = join(dirname(filename), '..', 'package.json');
+  // The package's entry (dist/index.js or dist/index.cjs, depending on the resolver's conditions);
+  // package.json is not exported, so it is found beside dist/.
+  const dist = dirname(require.resolve('modal'));
+  const filename = join(dist, 'index.cjs');
+  const packageJson = join(dist, '..', 'package.json');
   const version = (JSON.parse(readFileSync(packageJson, 'utf8')) as { version?: string }).version;
   if (version !== PINNED_MODAL_SDK_VERSION) {
     throw new Error(
