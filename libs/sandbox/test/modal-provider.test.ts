@@ -11,6 +11,13 @@ import type { SandboxHandle } from '@lanes/sandbox';
 import { MODAL_TEST_KILL_GRACE_MS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
 import { outputWatcher, waitFor } from './support/wait-for.js';
 
+// The provider on the real SDK (modal@0.11.1) over the local Modal server. The SDK retries a
+// transient failure itself, so a fault that must reach the provider outlasts the SDK's retries:
+/** Control-plane unary calls: the first attempt + 3 retries (ModalClient's retryMiddleware). */
+const SDK_CONTROL_ATTEMPTS = 4;
+/** Command-router unary calls: the first attempt + 10 retries, backing off from 10 ms (~10 s in all). */
+const SDK_ROUTER_ATTEMPTS = 11;
+
 let f: ModalFixture;
 const handles: SandboxHandle[] = [];
 
@@ -29,15 +36,15 @@ async function create(slot = 's1', options = {}): Promise<SandboxHandle> {
   return handle;
 }
 
-/** The execs the provider sent to one sandbox, in order (the canary included). */
+/** The execs the server started in one sandbox, in order (the canary included). */
 function execsOf(id: string): string[][] {
-  return f.double.execs.filter((e) => e.sandboxId === id).map((e) => e.command);
+  return (f.server.sandbox(id)?.execs ?? []).map((e) => e.argv);
 }
 
 describe('ModalProvider.create', () => {
   it('creates in the named app (created if missing), tagged, with env and a lifetime always set', async () => {
     const handle = await create('slot-7');
-    const info = f.double.inspect(handle.id);
+    const info = f.server.sandbox(handle.id);
     expect(info).toMatchObject({
       running: true,
       tags: { lane: 'contract', slot: 'slot-7', worker: `w-${process.pid}` },
@@ -50,13 +57,13 @@ describe('ModalProvider.create', () => {
   });
 
   it('builds an image once per provider and reuses it; secrets by name reach the sandbox env', async () => {
-    f.double.defineSecret('api-keys', { API_KEY: 'sekret' });
+    f.server.defineSecret('api-keys', { API_KEY: 'sekret' });
     const spec = { ...modalTestSpec(), secrets: ['api-keys'] };
     const a = await f.provider.create(spec);
     const b = await f.provider.create({ ...spec, tags: { ...spec.tags, slot: 's2' } });
     handles.push(a, b);
-    expect(f.double.calls.filter((c) => c.op === 'image')).toHaveLength(1);
-    expect(f.double.inspect(a.id)?.imageId).toBe(f.double.inspect(b.id)?.imageId);
+    expect(f.server.faults.calls('ImageGetOrCreate')).toBe(1);
+    expect(f.server.sandbox(a.id)?.imageId).toBe(f.server.sandbox(b.id)?.imageId);
     expect((await a.exec(['sh', '-c', 'printf %s "$API_KEY"'])).stdout).toBe('sekret');
   });
 
@@ -65,58 +72,86 @@ describe('ModalProvider.create', () => {
     f = await modalFixture({ volumes: { '/data': 'lanes-cache' } });
     const handle = await f.provider.create({ ...modalTestSpec(), timeoutMs: 60_000 });
     handles.push(handle);
-    expect(f.double.inspect(handle.id)).toMatchObject({ lifetimeMs: 60_000, volumes: { '/data': 'lanes-cache' } });
+    expect(f.server.sandbox(handle.id)).toMatchObject({ lifetimeMs: 60_000, volumes: { '/data': 'lanes-cache' } });
   });
 
+  // The SDK rejects any timeout that is not whole seconds (a plain Error, read as an outage before).
+  it('rounds a sandbox lifetime up to whole seconds', async () => {
+    const handle = await f.provider.create({ ...modalTestSpec(), timeoutMs: 60_500 });
+    handles.push(handle);
+    expect(f.server.sandbox(handle.id)?.lifetimeMs).toBe(61_000);
+  });
+
+  it('rounds the canary timeout (the connect deadline) up to whole seconds', async () => {
+    const handle = await create('s1', { connectTimeoutMs: 1_500 });
+    expect(f.server.sandbox(handle.id)?.execs[0]?.timeoutMs).toBe(2_000);
+  });
+
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1_000])(
+    'a sandbox lifetime of %s is a configuration error naming the value, and nothing is created',
+    async (timeoutMs) => {
+      const error = await f.provider.create({ ...modalTestSpec(), timeoutMs }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderInvalidError);
+      expect((error as Error).message).toContain(`sandbox timeoutMs must be a positive, finite number of milliseconds, got ${timeoutMs}`);
+      expect(f.server.faults.calls('SandboxCreateV2')).toBe(0);
+    },
+  );
+
   it.each([
-    ['a transport failure (UNAVAILABLE) on create', () => f.double.injectFailure('create'), ProviderUnavailableError],
+    ['a transport failure (UNAVAILABLE) on create', () => f.server.faults.fail('SandboxCreateV2', { times: SDK_CONTROL_ATTEMPTS }), ProviderUnavailableError],
     ['an unknown secret', () => undefined, ProviderInvalidError],
-    ['an image that fails to build', () => f.double.failImageBuilds('debian:bookworm-slim'), ProviderInvalidError],
-    ['permission denied', () => f.double.injectFailure('create', { code: Status.PERMISSION_DENIED }), ProviderInvalidError],
+    ['an image that fails to build', () => f.server.failImageBuilds('debian:bookworm-slim'), ProviderInvalidError],
+    ['permission denied', () => f.server.faults.fail('SandboxCreateV2', { code: Status.PERMISSION_DENIED }), ProviderInvalidError],
   ])('maps %s to the taxonomy and leaves no sandbox running', async (label, arrange, expected) => {
     arrange();
     const spec = label === 'an unknown secret' ? { ...modalTestSpec(), secrets: ['nope'] } : modalTestSpec();
     await expect(f.provider.create(spec)).rejects.toBeInstanceOf(expected);
-    expect(f.double.runningSandboxIds()).toEqual([]);
+    expect(f.server.runningSandboxIds()).toEqual([]);
+  });
+
+  it('a short UNAVAILABLE burst on create is absorbed by the SDK\'s own retries', async () => {
+    f.server.faults.fail('SandboxCreateV2', { times: SDK_CONTROL_ATTEMPTS - 1 });
+    await create();
+    expect(f.server.faults.calls('SandboxCreateV2')).toBe(SDK_CONTROL_ATTEMPTS);
   });
 
   it('an image without sh/setsid fails its canary as invalid, and the sandbox is terminated', async () => {
     const spec = { ...modalTestSpec(), env: { PATH: '/nonexistent' } };
     await expect(f.provider.create(spec)).rejects.toBeInstanceOf(ProviderInvalidError);
-    await waitFor('the failed sandbox to be terminated', () => f.double.runningSandboxIds().length === 0);
+    await waitFor('the failed sandbox to be terminated', () => f.server.runningSandboxIds().length === 0);
   });
 
   it('connect timeout: a sandbox that never answers its canary is terminated by id; ConnectTimeoutError names it', async () => {
-    f.double.latency.execStartMs = 5_000;
+    f.server.faults.delay('TaskExecStart', 5_000);
     const startedAt = Date.now();
     const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 200 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectTimeoutError);
     expect(Date.now() - startedAt).toBeLessThan(2_000);
     const id = (error as ConnectTimeoutError).sandboxId;
     expect(id).toMatch(/^sb-/);
-    await waitFor('the half-created sandbox to be terminated', () => f.double.inspect(id!)?.running === false);
-    expect(f.double.inspect(id!)?.exitCode).toBe(137);
-    expect(f.double.calls).toContainEqual({ op: 'terminate', sandboxId: id });
+    await waitFor('the half-created sandbox to be terminated', () => f.server.sandbox(id!)?.running === false);
+    expect(f.server.sandbox(id!)?.exitCode).toBe(137);
+    expect(f.server.faults.calls('SandboxTerminateV2')).toBe(1);
   });
 
   it('connect timeout while create itself is slow: the sandbox is reaped as soon as the SDK returns it', async () => {
-    f.double.latency.createMs = 600;
+    f.server.faults.delay('SandboxCreateV2', 600);
     const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 100 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectTimeoutError);
     expect((error as ConnectTimeoutError).sandboxId).toBeUndefined();
     // Nothing is left burning compute once the late create lands.
-    await waitFor('the late sandbox to exist', () => f.double.calls.some((c) => c.op === 'terminate'), { timeoutMs: 5_000 });
-    expect(f.double.runningSandboxIds()).toEqual([]);
+    await waitFor('the late sandbox to be terminated', () => f.server.faults.calls('SandboxTerminateV2') > 0, { timeoutMs: 5_000 });
+    await waitFor('no sandbox left running', () => f.server.runningSandboxIds().length === 0);
   });
 
   it('an aborted create leaves nothing behind', async () => {
-    f.double.latency.execStartMs = 5_000;
+    f.server.faults.delay('TaskExecStart', 5_000);
     const abort = new AbortController();
     const pending = f.provider.create(modalTestSpec(), { signal: abort.signal });
-    await waitFor('create to reach the canary', () => f.double.runningSandboxIds().length === 1);
+    await waitFor('create to reach the canary', () => f.server.runningSandboxIds().length === 1);
     abort.abort();
     await expect(pending).rejects.toBeDefined();
-    await waitFor('the sandbox to be terminated', () => f.double.runningSandboxIds().length === 0);
+    await waitFor('the sandbox to be terminated', () => f.server.runningSandboxIds().length === 0);
   });
 });
 
@@ -129,7 +164,7 @@ describe('ModalProvider.list / terminateById', () => {
     expect(await f.provider.list({ lane: 'other' })).toEqual([]);
 
     await f.provider.terminateById(a.id);
-    expect(f.double.inspect(a.id)).toMatchObject({ running: false, exitCode: 137 });
+    expect(f.server.sandbox(a.id)).toMatchObject({ running: false, exitCode: 137 });
     expect((await f.provider.list()).map((r) => r.id)).toEqual([b.id]);
     await f.provider.terminateById(a.id);
     await f.provider.terminateById('sb-never-existed');
@@ -140,9 +175,9 @@ describe('ModalProvider.list / terminateById', () => {
 
   it('a transport failure during terminateById is not "already gone"', async () => {
     const a = await create();
-    f.double.injectFailure('terminate');
+    f.server.faults.fail('SandboxTerminateV2', { times: SDK_CONTROL_ATTEMPTS });
     await expect(f.provider.terminateById(a.id)).rejects.toBeInstanceOf(ProviderUnavailableError);
-    expect(f.double.inspect(a.id)?.running).toBe(true);
+    expect(f.server.sandbox(a.id)?.running).toBe(true);
   });
 });
 
@@ -170,12 +205,29 @@ describe('ModalSandboxHandle.exec', () => {
     expect((await handle.exec(['sh', '-c', script])).exitCode).toBe(code);
   });
 
-  it('passes a backstop timeoutMs to the SDK a bit beyond the lanes deadline', async () => {
+  it('passes a backstop timeoutMs beyond the lanes deadline, rounded up to the whole seconds the SDK accepts', async () => {
     const handle = await create();
-    await handle.exec(['true'], { timeoutMs: 10_000, killGraceMs: 100 });
-    const last = f.double.execs.filter((e) => e.sandboxId === handle.id).at(-1)!;
-    expect(last.params.timeoutMs).toBeGreaterThan(10_000 + 3 * 100);
-    expect(last.params.workdir).toBe(handle.workdir);
+    // 10 000 + 3 × 100 + the fixture's 2 000 margin = 12 300 → 13 000 (the SDK rejected 12 300).
+    expect(await handle.exec(['true'], { timeoutMs: 10_000, killGraceMs: 100 })).toMatchObject({ exitCode: 0 });
+    const last = f.server.sandbox(handle.id)!.execs.at(-1)!;
+    expect(last.timeoutMs).toBe(13_000);
+    expect(last.cwd).toBe(handle.workdir);
+  });
+
+  it('the kill exec after a timeout gets a whole-second backstop too', async () => {
+    const handle = await create();
+    await handle.exec(['sleep', '30'], { timeoutMs: 100, killGraceMs: 150 });
+    const kill = f.server.sandbox(handle.id)!.execs.find((e) => e.argv[3] === 'lanes-kill')!;
+    expect(kill.timeoutMs! % 1_000).toBe(0);
+  });
+
+  it('an exec deadline no rounding can fix is a configuration error naming the value; nothing is started', async () => {
+    const handle = await create();
+    const before = f.server.faults.calls('TaskExecStart');
+    const error = await handle.exec(['true'], { timeoutMs: Number.POSITIVE_INFINITY }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderInvalidError);
+    expect((error as Error).message).toContain('exec timeoutMs must be a positive, finite number of milliseconds, got Infinity');
+    expect(f.server.faults.calls('TaskExecStart')).toBe(before);
   });
 
   it('timeout kills the group through a second exec, never the sandbox; the next command runs', async () => {
@@ -186,7 +238,7 @@ describe('ModalSandboxHandle.exec', () => {
     const sent = execsOf(handle.id).slice(before);
     expect(sent).toHaveLength(2);
     expect(sent[1]?.[3]).toBe('lanes-kill');
-    expect(f.double.calls.filter((c) => c.op === 'terminate')).toEqual([]);
+    expect(f.server.faults.calls('SandboxTerminateV2')).toBe(0);
     expect(await handle.exec(['echo', 'next'])).toMatchObject({ exitCode: 0, stdout: 'next\n' });
     expect(await handle.poll()).toEqual({ state: 'live' });
   });
@@ -224,17 +276,28 @@ describe('ModalSandboxHandle.exec', () => {
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
   });
 
-  it('a transport failure when starting a command is ProviderUnavailableError, not a death', async () => {
+  it('a transport failure when starting a command (past the SDK\'s retries) is ProviderUnavailableError, not a death', async () => {
     const handle = await create();
-    f.double.injectFailure('exec');
+    f.server.faults.fail('TaskExecStart', { times: SDK_ROUTER_ATTEMPTS });
     await expect(handle.exec(['true'])).rejects.toBeInstanceOf(ProviderUnavailableError);
     expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
   });
 
   it('a transport failure of the liveness poll does not fail a running command', async () => {
     const handle = await create();
-    f.double.injectFailure('poll', { times: 3 });
-    expect(await handle.exec(['sh', '-c', 'sleep 0.3; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    const before = f.server.faults.calls('SandboxWaitV2');
+    f.server.faults.fail('SandboxWaitV2', { forMs: 600 });
+    expect(await handle.exec(['sh', '-c', 'sleep 1; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    expect(f.server.faults.calls('SandboxWaitV2')).toBeGreaterThan(before);
+  });
+
+  it('a router connection dropped mid-command: the SDK redials and resumes output at its offset; the result is whole', async () => {
+    const handle = await create();
+    const watcher = outputWatcher('first');
+    const running = handle.exec(['sh', '-c', 'echo first; sleep 0.5; echo second'], { onOutput: watcher.onOutput });
+    await watcher.seen;
+    expect(f.server.dropRouterConnections()).toBeGreaterThan(0);
+    expect(await running).toMatchObject({ exitCode: 0, stdout: 'first\nsecond\n' });
   });
 });
 
@@ -242,11 +305,11 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
   it('poll: live, exited(code) after a death, missing on NOT_FOUND, ProviderUnavailableError on transport failure', async () => {
     const handle = await create();
     expect(await handle.poll()).toEqual({ state: 'live' });
-    f.double.injectFailure('poll', { code: Status.NOT_FOUND });
+    f.server.faults.fail('SandboxWaitV2', { code: Status.NOT_FOUND });
     expect(await handle.poll()).toEqual({ state: 'missing' });
-    f.double.injectFailure('poll', { code: Status.UNAVAILABLE });
+    f.server.faults.fail('SandboxWaitV2', { code: Status.UNAVAILABLE, times: SDK_CONTROL_ATTEMPTS });
     await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
-    f.double.kill(handle.id, 0);
+    f.server.killSandbox(handle.id, 0);
     // 0 is an exit code like any other.
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
   });
@@ -261,11 +324,12 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
 
   it('a transport failure in a file operation (the SDK reports it as NotFoundError) is not read as a death', async () => {
     const handle = await create();
-    f.double.injectFailure('filesystem', { code: Status.UNAVAILABLE });
+    // The SDK's filesystem helpers exec a tool; a failed exec start becomes NotFoundError "unavailable".
+    f.server.faults.fail('TaskExecStart', { code: Status.NOT_FOUND });
     await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
-    f.double.injectFailure('filesystem', { code: Status.DEADLINE_EXCEEDED });
+    f.server.faults.fail('TaskExecStart', { code: Status.UNAVAILABLE, times: SDK_ROUTER_ATTEMPTS });
     await expect(handle.readFile('x.txt')).rejects.toBeInstanceOf(ProviderUnavailableError);
-    f.double.kill(handle.id);
+    f.server.killSandbox(handle.id);
     await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
@@ -273,11 +337,11 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     const handle = await create();
     await handle.terminate();
     await handle.terminate();
-    expect(f.double.inspect(handle.id)).toMatchObject({ running: false, exitCode: 137 });
+    expect(f.server.sandbox(handle.id)).toMatchObject({ running: false, exitCode: 137 });
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
-    const calls = f.double.calls.length;
+    const calls = f.server.faults.total();
     await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
     await expect(handle.readFile('x')).rejects.toBeInstanceOf(SandboxGoneError);
-    expect(f.double.calls.length).toBe(calls);
+    expect(f.server.faults.total()).toBe(calls);
   });
 });

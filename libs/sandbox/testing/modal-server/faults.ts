@@ -80,6 +80,13 @@ export class ModalFaults {
     return this.#counts.get(method) ?? 0;
   }
 
+  /** Calls of every method together. */
+  total(): number {
+    let n = 0;
+    for (const c of this.#counts.values()) n += c;
+    return n;
+  }
+
   resetCounts(): void {
     this.#counts.clear();
   }

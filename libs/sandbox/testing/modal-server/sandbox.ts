@@ -76,7 +76,9 @@ export class ServerSandbox {
       [SANDBOX_ID_ENV]: init.id,
       LANES_SANDBOX_WORKDIR: init.dir,
     };
-    this.root = spawn('sleep', ['infinity'], { cwd: init.dir, env: this.env, stdio: 'ignore', detached: true });
+    // Modal runs its default entrypoint itself: the image's PATH (the sandbox env) does not decide whether it starts.
+    const hostPath = process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin';
+    this.root = spawn('sleep', ['infinity'], { cwd: init.dir, env: { ...this.env, PATH: hostPath }, stdio: 'ignore', detached: true });
     this.root.unref();
     this.root.once('exit', (code, signal) => this.finish({ status: GENERIC_STATUS.FAILURE, exitcode: code ?? (signal ? 137 : 0), exception: 'entrypoint exited' }));
     this.root.once('error', () => this.finish({ status: GENERIC_STATUS.FAILURE, exitcode: 127, exception: 'entrypoint failed to start' }));
