@@ -276,6 +276,19 @@ describe('ModalSandboxHandle.exec', () => {
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
   });
 
+  it('a sandbox that dies while a command is starting: SandboxGoneError from the liveness poll, not after the SDK\'s router retries', async () => {
+    const handle = await create();
+    const before = f.server.faults.calls('TaskExecStart');
+    // The start is in flight (held by the server) when the sandbox dies; its router then never answers.
+    f.server.faults.delay('TaskExecStart', 300);
+    const starting = handle.exec(['true']).catch((e: unknown) => e);
+    await waitFor('the exec start to reach the router', () => f.server.faults.calls('TaskExecStart') > before);
+    f.server.killSandbox(handle.id);
+    expect(await starting).toBeInstanceOf(SandboxGoneError);
+    // Settled while the SDK was still retrying the dead task's router (it tries SDK_ROUTER_ATTEMPTS times).
+    expect(f.server.faults.calls('TaskExecStart') - before).toBeLessThan(SDK_ROUTER_ATTEMPTS);
+  });
+
   it('a transport failure when starting a command (past the SDK\'s retries) is ProviderUnavailableError, not a death', async () => {
     const handle = await create();
     f.server.faults.fail('TaskExecStart', { times: SDK_ROUTER_ATTEMPTS });
