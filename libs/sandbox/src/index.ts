@@ -15,5 +15,4 @@ export { createModalClient, type ModalClientLike, type ModalClientFactoryOptions
 export { ModalProvider, createModalProvider, DEFAULT_MODAL_APP_NAME, DEFAULT_MODAL_WORKDIR, DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS, DEFAULT_MODAL_BACKSTOP_MARGIN_MS, DEFAULT_MODAL_OUTPUT_DRAIN_MS, DEFAULT_MODAL_MAX_OUTPUT_CHARS, type ModalProviderOptions, type CreateModalProviderOptions } from './modal-provider.js';
 export { ModalSandboxHandle } from './modal-sandbox-handle.js';
 export { FaultyProvider, createFaultyProvider, FAULTY_KILLED_EXIT_CODE, CARD_ID_ENV as FAULTY_CARD_ID_ENV, type FaultStats } from './faulty-provider.js';
-export { ModalDouble, createModalDouble, type ModalDoubleOptions, type InjectedFailure, type DoubleSandboxInfo, type DoubleOp } from './testing/modal-double.js';
 export { createProviderRegistry, agentBaseEnv, type ProviderRegistry, type ProviderRegistryOptions } from './provider-registry.js';

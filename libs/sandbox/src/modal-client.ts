@@ -2,10 +2,9 @@ import { ModalClient } from 'modal';
 
 /**
  * The narrow slice of the Modal JS SDK (modal@0.11.x) that the lanes provider uses. The real
- * `ModalClient` satisfies it structurally (checked at compile time in `createModalClient`), and the
- * SDK double in `testing/modal-double.ts` implements exactly this, so a test cannot lean on a method
- * the provider never calls. Methods use method syntax on purpose: parameter bivariance lets the
- * SDK's nominal classes (App, Image, Secret with #private fields) stand behind these shapes.
+ * `ModalClient` satisfies it structurally (checked at compile time in `createModalClient`); tests run
+ * that same real client against the local Modal server (`testing/modal-server`). Methods use method
+ * syntax on purpose: parameter bivariance lets the SDK's nominal classes (App, Image, Secret with #private fields) stand behind these shapes.
  */
 
 export interface ModalAppLike {

@@ -72,7 +72,8 @@ function laneTags(tags: Record<string, string>): Partial<SandboxTags> {
 
 /**
  * Sandboxes on Modal through the JS SDK (modal@0.11). Construct it with a real client
- * (`createModalClient()`) or the SDK double (`createModalDouble()`), or use `createModalProvider()`.
+ * (`createModalClient()`, or a `ModalClient` pointed elsewhere, e.g. the local Modal server in
+ * `testing/modal-server` for tests), or use `createModalProvider()`.
  */
 export class ModalProvider implements SandboxProvider {
   readonly name = MODAL_PROVIDER_NAME;
@@ -239,7 +240,7 @@ export class ModalProvider implements SandboxProvider {
 }
 
 export interface CreateModalProviderOptions extends ModalProviderOptions, ModalClientFactoryOptions {
-  /** Use this client (e.g. the SDK double) instead of building one from MODAL_TOKEN_ID/SECRET. */
+  /** Use this client (e.g. one pointed at the local Modal server) instead of building one from MODAL_TOKEN_ID/SECRET. */
   client?: ModalClientLike;
 }
 
