@@ -32,6 +32,12 @@ export const DEFAULT_MODAL_BACKSTOP_MARGIN_MS = 10_000;
 export const DEFAULT_MODAL_OUTPUT_DRAIN_MS = 1_000;
 /** Output kept per stream in an ExecResult (the tail): 1 Mi characters. */
 export const DEFAULT_MODAL_MAX_OUTPUT_CHARS = 1 << 20;
+/**
+ * Deadline of one file read or write. The SDK does each as an exec of its fs helper and then waits
+ * for it with no deadline of its own (the wait retries a silent router forever). A minute covers a
+ * cold router connection and the SDK's ~10 s of start retries many times over.
+ */
+export const DEFAULT_MODAL_FILE_OP_TIMEOUT_MS = 60_000;
 
 export interface ModalProviderOptions {
   /** App that owns the sandboxes; created if missing. Default DEFAULT_MODAL_APP_NAME. */
@@ -56,6 +62,8 @@ export interface ModalProviderOptions {
   outputDrainMs?: number;
   /** Default DEFAULT_MODAL_MAX_OUTPUT_CHARS. */
   maxOutputChars?: number;
+  /** Default DEFAULT_MODAL_FILE_OP_TIMEOUT_MS. */
+  fileOpTimeoutMs?: number;
   /** Close the client in close(). Default false: whoever built the client owns it. */
   ownsClient?: boolean;
   /** Where failures of best-effort cleanup (e.g. reaping a timed-out sandbox) go. */
@@ -107,6 +115,7 @@ export class ModalProvider implements SandboxProvider {
       backstopMarginMs: options.backstopMarginMs ?? DEFAULT_MODAL_BACKSTOP_MARGIN_MS,
       outputDrainMs: options.outputDrainMs ?? DEFAULT_MODAL_OUTPUT_DRAIN_MS,
       maxOutputChars: options.maxOutputChars ?? DEFAULT_MODAL_MAX_OUTPUT_CHARS,
+      fileOpTimeoutMs: options.fileOpTimeoutMs ?? DEFAULT_MODAL_FILE_OP_TIMEOUT_MS,
     };
   }
 

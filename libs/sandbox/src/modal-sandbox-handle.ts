@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
 import { ProviderUnavailableError, SandboxGoneError, type PollResult } from '@lanes/contracts';
+import { DeadlineExceeded, withDeadline } from './deadline.js';
 import { ExecQueue } from './exec-queue.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
@@ -12,6 +13,7 @@ export interface ModalHandleTiming {
   backstopMarginMs: number;
   outputDrainMs: number;
   maxOutputChars: number;
+  fileOpTimeoutMs: number;
 }
 
 export interface ModalHandleDeps {
@@ -31,6 +33,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly #sandbox: ModalSandboxLike;
   readonly #deps: ModalHandleDeps;
   readonly #queue: ExecQueue;
+  readonly #fileOpTimeoutMs: number;
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
   /**
@@ -45,6 +48,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     this.workdir = workdir;
     this.#sandbox = sandbox;
     this.#deps = deps;
+    this.#fileOpTimeoutMs = timing.fileOpTimeoutMs;
     const ctx: ModalExecContext = {
       sandbox,
       sandboxId: this.id,
@@ -100,7 +104,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     this.#throwIfFinished();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
     try {
-      await this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path));
+      await this.#withFileDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)));
     } catch (err) {
       throw await this.#filesystemError(err);
     }
@@ -109,10 +113,21 @@ export class ModalSandboxHandle implements SandboxHandle {
   async readFile(path: string): Promise<Uint8Array | undefined> {
     this.#throwIfFinished();
     try {
-      return await this.#sandbox.filesystem.readBytes(this.#resolve(path));
+      return await this.#withFileDeadline(`read ${path}`, this.#sandbox.filesystem.readBytes(this.#resolve(path)));
     } catch (err) {
       if (err instanceof SandboxFilesystemNotFoundError) return undefined;
       throw await this.#filesystemError(err);
+    }
+  }
+
+  /** A file operation that outlives its deadline is transient trouble, never a hang (the SDK call is abandoned). */
+  async #withFileDeadline<T>(what: string, op: Promise<T>): Promise<T> {
+    try {
+      return await withDeadline(op, this.#fileOpTimeoutMs);
+    } catch (err) {
+      if (!(err instanceof DeadlineExceeded)) throw err;
+      op.catch(() => {});
+      throw new ProviderUnavailableError(MODAL_PROVIDER_NAME, `${what} did not answer within ${this.#fileOpTimeoutMs} ms`, { cause: err });
     }
   }
 

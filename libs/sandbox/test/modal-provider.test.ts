@@ -346,6 +346,17 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
+  it('a file read whose helper never reports back (the SDK waits forever) fails at its deadline as ProviderUnavailableError', async () => {
+    await f.cleanup();
+    f = await modalFixture({ fileOpTimeoutMs: 1_000 });
+    const handle = await create();
+    await handle.writeFile('out/result.json', '{}');
+    f.server.faults.fail('TaskExecWait', { forMs: 60_000, sandboxId: handle.id });
+    await expect(handle.readFile('out/result.json')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.server.faults.clear();
+    expect(new TextDecoder().decode(await handle.readFile('out/result.json'))).toBe('{}');
+  });
+
   it('terminate ends the sandbox (137), is idempotent, and later calls throw SandboxGoneError without a round trip', async () => {
     const handle = await create();
     await handle.terminate();
