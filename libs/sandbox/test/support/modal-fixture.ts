@@ -8,6 +8,13 @@ import type { ContractFixture } from '../contract-suite.js';
 /** Short grace and a tight liveness poll keep the tests quick while exercising every step. */
 export const MODAL_TEST_KILL_GRACE_MS = 200;
 export const MODAL_TEST_LIVENESS_POLL_MS = 50;
+/**
+ * The SDK retries transient failures itself, so a fault that must reach the provider outlasts them.
+ * Control-plane unary calls: the first attempt + 3 retries (ModalClient's retryMiddleware).
+ */
+export const SDK_CONTROL_ATTEMPTS = 4;
+/** Command-router unary calls: the first attempt + 10 retries, backing off from 10 ms (~10 s in all). */
+export const SDK_ROUTER_ATTEMPTS = 11;
 
 export function modalTestSpec(slot = 's1'): SandboxSpec {
   return { image: 'debian:bookworm-slim', tags: { lane: 'contract', slot, worker: `w-${process.pid}` }, env: { LANES_TEST_SPEC_ENV: 'from-spec' } };
