@@ -53,6 +53,7 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
   it('a Modal sandbox terminated mid-card is dead (137), replaced, and the card re-driven to done', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-4', lane: 'modal-lane', title: 'interrupted', metadata: { sleepMs: 1_500 } });
     const running = await t.api.waitCard('m-4', 'running', (c) => c.state === 'running');
+    const pollsBefore = server.faults.calls('SandboxWaitV2', running.sandboxId!);
     server.killSandbox(running.sandboxId!);
     const done = await t.api.waitCard('m-4', 'done', (c) => c.state === 'done', 30_000);
     const blocked = done.history.find((h) => h.state === 'blocked')!;
@@ -60,5 +61,7 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     expect(done.sandboxId).not.toBe(running.sandboxId);
     expect(done.attempts).toBe(1);
     expect(done.infraRetries).toBe(1);
+    // The exit code came from the poll made while the command ran; recovery did not poll again.
+    expect(server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore).toBe(1);
   });
 });

@@ -42,6 +42,12 @@ export class ModalSandboxHandle implements SandboxHandle {
    * them to the dead task's command router and retry its silence for seconds.
    */
   #gone: SandboxGoneError | undefined;
+  /**
+   * What a poll found once the sandbox was finished (exited with its code, or missing). Modal never
+   * changes a finished sandbox's result, so later polls answer from here with no network call: the
+   * exit code seen while a command ran is the one recovery reads.
+   */
+  #finished: PollResult | undefined;
 
   constructor(sandbox: ModalSandboxLike, workdir: string, timing: ModalHandleTiming, deps: ModalHandleDeps) {
     this.id = sandbox.sandboxId;
@@ -81,18 +87,21 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async poll(): Promise<PollResult> {
+    if (this.#finished) return this.#finished;
     // After terminate() the SDK object is detached; a fresh one from fromId (no I/O) can still ask.
     const sandbox = this.#terminated ? await this.#deps.client.sandboxes.fromId(this.id) : this.#sandbox;
     try {
       const code = await sandbox.poll();
       if (code === null) return { state: 'live' };
       this.#gone ??= new SandboxGoneError(this.id, `exited(${code})`);
-      return { state: 'exited', exitCode: code };
+      this.#finished ??= { state: 'exited', exitCode: code };
+      return this.#finished;
     } catch (err) {
       const mapped = toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
       if (mapped instanceof SandboxGoneError) {
         this.#gone ??= mapped;
-        return { state: 'missing' };
+        this.#finished ??= { state: 'missing' };
+        return this.#finished;
       }
       throw mapped;
     } finally {

@@ -164,16 +164,29 @@ describe('ModalSandboxHandle.exec', () => {
 });
 
 describe('ModalSandboxHandle.poll / files / terminate', () => {
-  it('poll: live, exited(code) after a death, missing on NOT_FOUND, ProviderUnavailableError on transport failure', async () => {
+  it('poll: live, ProviderUnavailableError on transport failure, exited(code) after a death', async () => {
     const handle = await create();
     expect(await handle.poll()).toEqual({ state: 'live' });
-    f.server.faults.fail('SandboxWaitV2', { code: Status.NOT_FOUND });
-    expect(await handle.poll()).toEqual({ state: 'missing' });
     f.server.faults.fail('SandboxWaitV2', { code: Status.UNAVAILABLE, times: SDK_CONTROL_ATTEMPTS });
     await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
     f.server.killSandbox(handle.id, 0);
     // 0 is an exit code like any other.
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
+  });
+
+  it('poll: missing on NOT_FOUND', async () => {
+    const handle = await create();
+    f.server.faults.fail('SandboxWaitV2', { code: Status.NOT_FOUND });
+    expect(await handle.poll()).toEqual({ state: 'missing' });
+  });
+
+  it('a finished sandbox stays finished: once a poll saw exited(137), later polls answer it with no network call', async () => {
+    const handle = await create();
+    f.server.killSandbox(handle.id);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    const polls = f.server.faults.calls('SandboxWaitV2', handle.id);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    expect(f.server.faults.calls('SandboxWaitV2', handle.id)).toBe(polls);
   });
 
   it('writeFile/readFile through the SDK filesystem API; relative paths are under the workdir', async () => {

@@ -75,15 +75,15 @@ export class ModalFaults {
     this.#delays.clear();
   }
 
-  /** How many calls of `method` the server received (failed ones included). */
-  calls(method: string): number {
-    return this.#counts.get(method) ?? 0;
+  /** How many calls of `method` the server received (failed ones included), optionally about one sandbox. */
+  calls(method: string, sandboxId?: string): number {
+    return this.#counts.get(sandboxId === undefined ? method : `${method}@${sandboxId}`) ?? 0;
   }
 
   /** Calls of every method together. */
   total(): number {
     let n = 0;
-    for (const c of this.#counts.values()) n += c;
+    for (const [key, c] of this.#counts) if (!key.includes('@')) n += c;
     return n;
   }
 
@@ -112,8 +112,9 @@ export class ModalFaults {
     return this.#delays.get(method) ?? 0;
   }
 
-  count(method: string): void {
+  count(method: string, sandboxId: string | undefined): void {
     this.#counts.set(method, this.calls(method) + 1);
+    if (sandboxId !== undefined) this.#counts.set(`${method}@${sandboxId}`, this.calls(method, sandboxId) + 1);
   }
 }
 
@@ -134,11 +135,11 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf: (request: unknown) => string | undefined): ServerMiddleware {
   return async function* inject(call, context: CallContext) {
     const method = call.method.path.slice(call.method.path.lastIndexOf('/') + 1);
-    faults.count(method);
-    const ms = faults.delayFor(method);
-    if (ms > 0) await sleep(ms, context.signal);
     // A client-streaming request is an iterable: only unary and server-streaming requests name a sandbox.
     const sandboxId = call.requestStream ? undefined : sandboxOf(call.request);
+    faults.count(method, sandboxId);
+    const ms = faults.delayFor(method);
+    if (ms > 0) await sleep(ms, context.signal);
     const error = faults.injected({ service, method, sandboxId });
     if (error) throw error;
     return yield* call.next(call.request, context);
