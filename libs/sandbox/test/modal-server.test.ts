@@ -109,6 +109,15 @@ describe('local Modal server: sandbox lifecycle', () => {
     await expect(waiting).rejects.toBeInstanceOf(ClientError);
   });
 
+  it('terminated mid-command by someone else: polls 137 and the command\'s process is gone', async () => {
+    const sb = await sandbox();
+    await sb.exec(['sleep', '30']);
+    await waitFor('the command to run', () => server.sandbox(sb.sandboxId)?.execs.length === 1);
+    server.terminateSandbox(sb.sandboxId);
+    expect(await sb.poll()).toBe(137);
+    await waitFor('its processes to be gone', () => findByEnvEntry(`${SANDBOX_ID_ENV}=${sb.sandboxId}`, new Set([process.pid])).length === 0);
+  });
+
   it('lists running sandboxes by app and tags, across pages; tags can be read and replaced', async () => {
     const a = await sandbox({ tags: { lane: 'x', slot: '1' } });
     const b = await sandbox({ tags: { lane: 'x', slot: '2' } });
