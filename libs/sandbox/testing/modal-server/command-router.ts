@@ -4,7 +4,7 @@ import type { ExecExit, ServerExec } from './exec-process.js';
 import type { ServerSandbox } from './sandbox.js';
 import type { ModalServerState } from './state.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- requests are the SDK's generated message objects */
+// Requests are the SDK's generated message objects, whose types the bundle does not export.
 type Req = any;
 
 /** Largest data frame of one TaskExecStdioRead message. */

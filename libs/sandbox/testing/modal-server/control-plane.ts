@@ -2,7 +2,7 @@ import { ServerError, Status, type CallContext } from 'nice-grpc';
 import { GENERIC_STATUS, type ServerSandbox } from './sandbox.js';
 import type { ModalServerState } from './state.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- requests are the SDK's generated message objects */
+// Requests are the SDK's generated message objects, whose types the bundle does not export.
 type Req = any;
 export type Handlers = Record<string, (request: Req, context: CallContext) => unknown>;
 
