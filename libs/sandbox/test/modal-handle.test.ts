@@ -208,6 +208,14 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
+  it('a capacity error (RESOURCE_EXHAUSTED) in a file operation is transient, not a configuration error', async () => {
+    const handle = await create();
+    // The SDK folds it into its catch-all SandboxFilesystemError ("unexpected error").
+    f.server.faults.fail('TaskExecStart', { code: Status.RESOURCE_EXHAUSTED });
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    await handle.writeFile('x.txt', 'x');
+  });
+
   it('a file read whose helper never reports back (the SDK waits forever) fails at its deadline as ProviderUnavailableError', async () => {
     await f.cleanup();
     f = await modalFixture({ fileOpTimeoutMs: 1_000 });
