@@ -9,6 +9,7 @@ import {
 } from '@lanes/contracts';
 import { bestEffort, type CleanupErrorSink } from './best-effort.js';
 import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { withCallDeadline } from './modal-call-deadline.js';
 import { createModalClient, type ModalClientFactoryOptions, type ModalClientLike, type ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, isGone, toLanesError } from './modal-errors.js';
 import { canaryArgv } from './modal-exec-scripts.js';
@@ -38,6 +39,12 @@ export const DEFAULT_MODAL_MAX_OUTPUT_CHARS = 1 << 20;
  * cold router connection and the SDK's ~10 s of start retries many times over.
  */
 export const DEFAULT_MODAL_FILE_OP_TIMEOUT_MS = 60_000;
+/**
+ * Deadline of one control-plane call (poll, terminate, a whole list). The SDK sets none, so a
+ * server that never answers would hang the liveness race, idle probing and shutdown. Its own retries
+ * (3, backing off to 400 ms) fit many times over.
+ */
+export const DEFAULT_MODAL_CALL_TIMEOUT_MS = 30_000;
 
 export interface ModalProviderOptions {
   /** App that owns the sandboxes; created if missing. Default DEFAULT_MODAL_APP_NAME. */
@@ -64,6 +71,8 @@ export interface ModalProviderOptions {
   maxOutputChars?: number;
   /** Default DEFAULT_MODAL_FILE_OP_TIMEOUT_MS. */
   fileOpTimeoutMs?: number;
+  /** Default DEFAULT_MODAL_CALL_TIMEOUT_MS. */
+  callTimeoutMs?: number;
   /** Close the client in close(). Default false: whoever built the client owns it. */
   ownsClient?: boolean;
   /** Where failures of best-effort cleanup (e.g. reaping a timed-out sandbox) go. */
@@ -116,6 +125,7 @@ export class ModalProvider implements SandboxProvider {
       outputDrainMs: options.outputDrainMs ?? DEFAULT_MODAL_OUTPUT_DRAIN_MS,
       maxOutputChars: options.maxOutputChars ?? DEFAULT_MODAL_MAX_OUTPUT_CHARS,
       fileOpTimeoutMs: options.fileOpTimeoutMs ?? DEFAULT_MODAL_FILE_OP_TIMEOUT_MS,
+      callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MODAL_CALL_TIMEOUT_MS,
     };
   }
 
@@ -153,8 +163,8 @@ export class ModalProvider implements SandboxProvider {
     const want: Record<string, string> = {};
     for (const [k, v] of Object.entries(tags)) if (v !== undefined) want[k] = v;
     const app = await this.#resources.app();
-    const refs: SandboxRef[] = [];
-    try {
+    const listing = (async () => {
+      const refs: SandboxRef[] = [];
       for await (const sandbox of this.#client.sandboxes.list({ appId: app.appId, tags: want })) {
         try {
           refs.push({ id: sandbox.sandboxId, tags: laneTags(await sandbox.getTags()) });
@@ -165,10 +175,13 @@ export class ModalProvider implements SandboxProvider {
           sandbox.detach();
         }
       }
+      return refs;
+    })();
+    try {
+      return await withCallDeadline('list', listing, this.#timing.callTimeoutMs);
     } catch (err) {
       throw toLanesError(err, { kind: 'client' });
     }
-    return refs;
   }
 
   /** fromId (no I/O) + terminate, then detach. Already gone is success. */
@@ -181,7 +194,7 @@ export class ModalProvider implements SandboxProvider {
       throw toLanesError(err, { kind: 'sandbox', sandboxId: id });
     }
     try {
-      await sandbox.terminate();
+      await withCallDeadline(`terminate ${id}`, sandbox.terminate(), this.#timing.callTimeoutMs);
     } catch (err) {
       if (!isGone(err, id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: id });
     } finally {

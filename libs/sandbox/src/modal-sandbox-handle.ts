@@ -1,8 +1,8 @@
 import { posix } from 'node:path';
 import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
 import { ProviderUnavailableError, SandboxGoneError, type PollResult } from '@lanes/contracts';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
 import { ExecQueue } from './exec-queue.js';
+import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
@@ -14,6 +14,7 @@ export interface ModalHandleTiming {
   outputDrainMs: number;
   maxOutputChars: number;
   fileOpTimeoutMs: number;
+  callTimeoutMs: number;
 }
 
 export interface ModalHandleDeps {
@@ -33,7 +34,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly #sandbox: ModalSandboxLike;
   readonly #deps: ModalHandleDeps;
   readonly #queue: ExecQueue;
-  readonly #fileOpTimeoutMs: number;
+  readonly #timing: ModalHandleTiming;
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
   /**
@@ -54,7 +55,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     this.workdir = workdir;
     this.#sandbox = sandbox;
     this.#deps = deps;
-    this.#fileOpTimeoutMs = timing.fileOpTimeoutMs;
+    this.#timing = timing;
     const ctx: ModalExecContext = {
       sandbox,
       sandboxId: this.id,
@@ -91,7 +92,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     // After terminate() the SDK object is detached; a fresh one from fromId (no I/O) can still ask.
     const sandbox = this.#terminated ? await this.#deps.client.sandboxes.fromId(this.id) : this.#sandbox;
     try {
-      const code = await sandbox.poll();
+      const code = await withCallDeadline(`poll ${this.id}`, sandbox.poll(), this.#timing.callTimeoutMs);
       if (code === null) return { state: 'live' };
       this.#gone ??= new SandboxGoneError(this.id, `exited(${code})`);
       this.#finished ??= { state: 'exited', exitCode: code };
@@ -113,7 +114,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     this.#throwIfFinished();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
     try {
-      await this.#withFileDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)));
+      await withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
     } catch (err) {
       throw await this.#filesystemError(err);
     }
@@ -122,21 +123,10 @@ export class ModalSandboxHandle implements SandboxHandle {
   async readFile(path: string): Promise<Uint8Array | undefined> {
     this.#throwIfFinished();
     try {
-      return await this.#withFileDeadline(`read ${path}`, this.#sandbox.filesystem.readBytes(this.#resolve(path)));
+      return await withCallDeadline(`read ${path}`, this.#sandbox.filesystem.readBytes(this.#resolve(path)), this.#timing.fileOpTimeoutMs);
     } catch (err) {
       if (err instanceof SandboxFilesystemNotFoundError) return undefined;
       throw await this.#filesystemError(err);
-    }
-  }
-
-  /** A file operation that outlives its deadline is transient trouble, never a hang (the SDK call is abandoned). */
-  async #withFileDeadline<T>(what: string, op: Promise<T>): Promise<T> {
-    try {
-      return await withDeadline(op, this.#fileOpTimeoutMs);
-    } catch (err) {
-      if (!(err instanceof DeadlineExceeded)) throw err;
-      op.catch(() => {});
-      throw new ProviderUnavailableError(MODAL_PROVIDER_NAME, `${what} did not answer within ${this.#fileOpTimeoutMs} ms`, { cause: err });
     }
   }
 
@@ -159,7 +149,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   async terminate(): Promise<void> {
     if (this.#terminated) return;
     try {
-      await this.#sandbox.terminate();
+      await withCallDeadline(`terminate ${this.id}`, this.#sandbox.terminate(), this.#timing.callTimeoutMs);
     } catch (err) {
       if (!isGone(err, this.id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
     }

@@ -174,6 +174,18 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
   });
 
+  it('a poll the control plane never answers fails at its deadline (the SDK sets none); the liveness race goes on', async () => {
+    await f.cleanup();
+    f = await modalFixture({ callTimeoutMs: 500 });
+    const handle = await create();
+    f.server.faults.delay('SandboxWaitV2', 60_000);
+    await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
+    // A command whose liveness polls hang still ends normally.
+    expect(await handle.exec(['sh', '-c', 'sleep 1.2; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    f.server.faults.delay('SandboxWaitV2', 0);
+    expect(await handle.poll()).toEqual({ state: 'live' });
+  });
+
   it('poll: missing on NOT_FOUND', async () => {
     const handle = await create();
     f.server.faults.fail('SandboxWaitV2', { code: Status.NOT_FOUND });

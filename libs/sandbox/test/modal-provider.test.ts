@@ -117,11 +117,11 @@ describe('ModalProvider.create', () => {
   });
 
   it('connect timeout: a sandbox that never answers its canary is terminated by id; ConnectTimeoutError names it', async () => {
-    f.server.faults.delay('TaskExecStart', 5_000);
-    const startedAt = Date.now();
-    const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 200 }).catch((e: unknown) => e);
+    // Warm: app, image and channels are ready, so create itself fits the connect deadline easily.
+    await create('warm');
+    f.server.faults.delay('TaskExecStart', 10_000);
+    const error = await f.provider.create(modalTestSpec(), { connectTimeoutMs: 1_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectTimeoutError);
-    expect(Date.now() - startedAt).toBeLessThan(2_000);
     const id = (error as ConnectTimeoutError).sandboxId;
     expect(id).toMatch(/^sb-/);
     await waitFor('the half-created sandbox to be terminated', () => f.server.sandbox(id!)?.running === false);
@@ -166,6 +166,16 @@ describe('ModalProvider.list / terminateById', () => {
     // The handle sees the death that happened elsewhere.
     expect(await a.poll()).toEqual({ state: 'exited', exitCode: 137 });
     await expect(a.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+  });
+
+  it('list and terminateById that the control plane never answers fail at their deadline (the SDK sets none)', async () => {
+    await f.cleanup();
+    f = await modalFixture({ callTimeoutMs: 500 });
+    const a = await create();
+    f.server.faults.delay('SandboxListV2', 60_000);
+    f.server.faults.delay('SandboxTerminateV2', 60_000);
+    await expect(f.provider.list({ lane: 'contract' })).rejects.toBeInstanceOf(ProviderUnavailableError);
+    await expect(f.provider.terminateById(a.id)).rejects.toBeInstanceOf(ProviderUnavailableError);
   });
 
   it('a transport failure during terminateById is not "already gone"', async () => {
