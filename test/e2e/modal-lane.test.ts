@@ -1,30 +1,34 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import { ModalProvider, createModalDouble, type ModalDouble } from '@lanes/sandbox';
+import { ModalProvider } from '@lanes/sandbox';
+import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
 
 /**
- * The worker and the supervision loop on Modal semantics: the lane's slots use the Modal provider
- * over the SDK double (real processes behind the SDK surface; no per-process kill; terminate → 137).
+ * The worker and the supervision loop on Modal: the lane's slots use the Modal provider on the real
+ * SDK (modal@0.11.1) over the local Modal server (real processes; no per-process kill; terminate → 137).
  */
-describe('a lane on the Modal provider (SDK double)', () => {
+describe('a lane on the Modal provider (real SDK, local server)', () => {
   let redis: TestRedis;
-  let double: ModalDouble;
+  let server: LocalModalServer;
   let t: TestStack;
 
   beforeAll(async () => {
     redis = await startRedis();
-    double = createModalDouble();
+    server = await startModalServer();
     t = await startTestStack(
       redis.url,
       [{ name: 'modal-lane', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 200, respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 } }],
-      { wrap: () => new ModalProvider(double, { appName: 'lanes-e2e', workdir: join(double.rootDir, 'work'), livenessPollIntervalMs: 50 }) },
+      {
+        wrap: () =>
+          new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
+      },
     );
   });
   afterAll(async () => {
     await t?.stop();
-    double?.shutdown();
+    await server?.close();
     await redis?.stop();
   });
 
@@ -32,7 +36,7 @@ describe('a lane on the Modal provider (SDK double)', () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-1', lane: 'modal-lane', title: 'on modal', pr: { number: 3, branch: 'feat/m' } });
     const done = await t.api.waitCard('m-1', 'done', (c) => c.state === 'done');
     expect(done.result).toMatchObject({ branch: 'feat/m' });
-    expect(double.runningSandboxIds()).toContain(done.sandboxId);
+    expect(server.runningSandboxIds()).toContain(done.sandboxId);
     const slot = (await t.api.lanes())[0]!.slots[0]!;
     expect(slot.sandbox).toMatchObject({ id: done.sandboxId, state: 'live', provider: 'modal' });
   });
@@ -49,12 +53,15 @@ describe('a lane on the Modal provider (SDK double)', () => {
   it('a Modal sandbox terminated mid-card is dead (137), replaced, and the card re-driven to done', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-4', lane: 'modal-lane', title: 'interrupted', metadata: { sleepMs: 1_500 } });
     const running = await t.api.waitCard('m-4', 'running', (c) => c.state === 'running');
-    double.kill(running.sandboxId!);
+    const pollsBefore = server.faults.calls('SandboxWaitV2', running.sandboxId!);
+    server.killSandbox(running.sandboxId!);
     const done = await t.api.waitCard('m-4', 'done', (c) => c.state === 'done', 30_000);
     const blocked = done.history.find((h) => h.state === 'blocked')!;
     expect(blocked).toMatchObject({ blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: running.sandboxId });
     expect(done.sandboxId).not.toBe(running.sandboxId);
     expect(done.attempts).toBe(1);
     expect(done.infraRetries).toBe(1);
+    // The exit code came from the poll made while the command ran; recovery did not poll again.
+    expect(server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore).toBe(1);
   });
 });

@@ -13,8 +13,7 @@ export { syncFiles, unpackArgv, DEFAULT_SYNC_MAX_ARG_BYTES, DEFAULT_SYNC_MAX_FIL
 export { buildTar, type TarEntry } from './tar-writer.js';
 export { toLanesError as toModalLanesError, isGone as isModalSandboxGone, MODAL_PROVIDER_NAME, type ModalErrorScope } from './modal-errors.js';
 export { createModalClient, type ModalClientLike, type ModalClientFactoryOptions, type ModalSandboxLike, type ModalProcessLike, type ModalExecParamsLike, type ModalSandboxCreateParamsLike, type ModalAppLike, type ModalImageLike, type ModalSecretLike, type ModalVolumeLike, type ModalFilesystemLike, type ModalReadStreamLike } from './modal-client.js';
-export { ModalProvider, createModalProvider, DEFAULT_MODAL_APP_NAME, DEFAULT_MODAL_WORKDIR, DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS, DEFAULT_MODAL_BACKSTOP_MARGIN_MS, DEFAULT_MODAL_OUTPUT_DRAIN_MS, DEFAULT_MODAL_MAX_OUTPUT_CHARS, type ModalProviderOptions, type CreateModalProviderOptions } from './modal-provider.js';
+export { ModalProvider, createModalProvider, DEFAULT_MODAL_APP_NAME, DEFAULT_MODAL_WORKDIR, DEFAULT_MODAL_LIVENESS_POLL_INTERVAL_MS, DEFAULT_MODAL_BACKSTOP_MARGIN_MS, DEFAULT_MODAL_OUTPUT_DRAIN_MS, DEFAULT_MODAL_MAX_OUTPUT_CHARS, DEFAULT_MODAL_FILE_OP_TIMEOUT_MS, DEFAULT_MODAL_CALL_TIMEOUT_MS, type ModalProviderOptions, type CreateModalProviderOptions } from './modal-provider.js';
 export { ModalSandboxHandle } from './modal-sandbox-handle.js';
 export { FaultyProvider, createFaultyProvider, FAULTY_KILLED_EXIT_CODE, CARD_ID_ENV as FAULTY_CARD_ID_ENV, type FaultStats } from './faulty-provider.js';
-export { ModalDouble, createModalDouble, type ModalDoubleOptions, type InjectedFailure, type DoubleSandboxInfo, type DoubleOp } from './testing/modal-double.js';
 export { createProviderRegistry, agentBaseEnv, type ProviderRegistry, type ProviderRegistryOptions } from './provider-registry.js';

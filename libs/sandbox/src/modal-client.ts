@@ -1,11 +1,12 @@
 import { ModalClient } from 'modal';
+import { ProviderInvalidError } from '@lanes/contracts';
+import { MODAL_PROVIDER_NAME } from './modal-errors.js';
 
 /**
  * The narrow slice of the Modal JS SDK (modal@0.11.x) that the lanes provider uses. The real
- * `ModalClient` satisfies it structurally (checked at compile time in `createModalClient`), and the
- * SDK double in `testing/modal-double.ts` implements exactly this, so a test cannot lean on a method
- * the provider never calls. Methods use method syntax on purpose: parameter bivariance lets the
- * SDK's nominal classes (App, Image, Secret with #private fields) stand behind these shapes.
+ * `ModalClient` satisfies it structurally (checked at compile time in `createModalClient`); tests run
+ * that same real client against the local Modal server (`testing/modal-server`). Methods use method
+ * syntax on purpose: parameter bivariance lets the SDK's nominal classes (App, Image, Secret with #private fields) stand behind these shapes.
  */
 
 export interface ModalAppLike {
@@ -118,10 +119,19 @@ export function createModalClient(options: ModalClientFactoryOptions = {}): Moda
   const env = options.env ?? process.env;
   const tokenId = options.tokenId ?? env['MODAL_TOKEN_ID'];
   const tokenSecret = options.tokenSecret ?? env['MODAL_TOKEN_SECRET'];
-  const client: ModalClientLike = new ModalClient({
+  const real = new ModalClient({
     ...(tokenId ? { tokenId } : {}),
     ...(tokenSecret ? { tokenSecret } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
   });
+  // Without credentials the SDK fails every call with a plain Error, which would read as an outage
+  // on the first create: say so now, where it is a configuration error.
+  const p = real.profile;
+  const hasToken = Boolean(p.tokenId && p.tokenSecret);
+  const hasOAuth = Boolean(p.oauthRefreshToken && p.oauthClientId && (p.oauthClientSecret || p.oauthJwtKey));
+  if (!hasToken && !hasOAuth) {
+    throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'no Modal credentials: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (or a profile in ~/.modal.toml)');
+  }
+  const client: ModalClientLike = real;
   return client;
 }

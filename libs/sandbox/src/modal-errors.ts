@@ -121,7 +121,10 @@ export function toLanesError(err: unknown, scope: ModalErrorScope): LanesError {
   if (err instanceof InternalFailure) return unavailable();
   if (err instanceof TimeoutError || err instanceof SandboxTimeoutError) return unavailable();
   if (err instanceof InvalidError || err instanceof AlreadyExistsError) return invalid();
-  if (err instanceof SandboxFilesystemError) return invalid();
+  // The SDK's filesystem subclasses name the caller's mistake (not found, is a directory, permission).
+  // The base class itself is its catch-all: any unexpected gRPC status of the helper exec (e.g.
+  // RESOURCE_EXHAUSTED), or a helper failure it could not read. Could not tell: transient.
+  if (err instanceof SandboxFilesystemError) return err.constructor === SandboxFilesystemError ? unavailable() : invalid();
 
   if (err instanceof ClientError) {
     // NOT_FOUND / FAILED_PRECONDITION on a sandbox call: the sandbox no longer exists or has finished.

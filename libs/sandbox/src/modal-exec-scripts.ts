@@ -10,7 +10,7 @@
 
 /**
  * Where the wrapper records each running command's process group id: `${TMPDIR:-/tmp}/lanes-pg`
- * (honouring TMPDIR lets a sandbox with a private temp dir, like the SDK double, keep it there).
+ * (honouring TMPDIR lets a sandbox with a private temp dir, like the local Modal server's, keep it there).
  */
 const PG_DIR_SH = '${TMPDIR:-/tmp}/lanes-pg';
 

@@ -5,6 +5,8 @@ import { cancelledBeforeStart } from './exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
+import { LivenessWatch } from './modal-liveness.js';
+import { sdkTimeoutMs } from './modal-timeouts.js';
 import type { ExecOptions, ExecResult, OutputStream } from './provider.js';
 
 /** How a running command learns about its sandbox and its timing knobs (one per sandbox handle). */
@@ -82,7 +84,7 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
   const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
   for (let attempt = 0; attempt < MAX_KILL_ATTEMPTS; attempt++) {
     try {
-      const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: killBackstopMs });
+      const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: sdkTimeoutMs('kill exec timeoutMs', killBackstopMs) });
       cancelStreams(killer);
       await withDeadline(killer.wait(), killBackstopMs);
     } catch (err) {
@@ -105,20 +107,31 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   const startedAt = ctx.now();
   const graceMs = options.killGraceMs ?? defaults.DEFAULT_KILL_GRACE_MS;
   const execId = ctx.newExecId();
-  // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin.
-  const backstopMs = options.timeoutMs === undefined ? undefined : options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs;
+  // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin,
+  // in the whole seconds the SDK accepts (a bad value throws ProviderInvalidError before any call).
+  const backstopMs =
+    options.timeoutMs === undefined ? undefined : sdkTimeoutMs('exec timeoutMs', options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs);
 
   // Cancelled between leaving the queue and starting: never reaches the sandbox.
   if (options.signal?.aborted) return cancelledBeforeStart(ctx.now() - startedAt);
 
+  // Watched from before the start: the SDK retries a dead task's exec start for ~10 s.
+  const watch = new LivenessWatch(() => ctx.poll(), ctx.livenessPollIntervalMs);
   let proc: ModalProcessLike;
   try {
-    proc = await ctx.sandbox.exec(wrapArgv(execId, argv), {
+    const starting = ctx.sandbox.exec(wrapArgv(execId, argv), {
       workdir: options.cwd ?? ctx.workdir,
       ...(options.env ? { env: { ...options.env } } : {}),
       ...(backstopMs !== undefined ? { timeoutMs: backstopMs } : {}),
     });
+    const first = await Promise.race([starting, watch.gone.then((detail) => new SandboxGoneError(ctx.sandboxId, detail))]);
+    if (first instanceof SandboxGoneError) {
+      starting.then(cancelStreams, () => {});
+      throw first;
+    }
+    proc = first;
   } catch (err) {
+    watch.stop();
     throw toLanesError(err, scope);
   }
 
@@ -157,38 +170,15 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
 
-  // The liveness race: the SDK's exec-wait retries forever against a dead sandbox.
-  let polling = true;
-  let pollTimer: NodeJS.Timeout | undefined;
-  let wake = (): void => {};
-  const liveness = (async () => {
-    while (polling) {
-      await new Promise<void>((r) => {
-        wake = r;
-        pollTimer = setTimeout(r, ctx.livenessPollIntervalMs);
-      });
-      if (!polling) return;
-      try {
-        const found = await ctx.poll();
-        if (found.state === 'exited') settle({ kind: 'gone', detail: `exited(${found.exitCode}) while running a command` });
-        if (found.state === 'missing') settle({ kind: 'gone', detail: 'missing while running a command' });
-      } catch {
-        // Could not ask: not a finding. wait() and the backstop still bound the command.
-      }
-    }
-  })();
-
   let outcome: Outcome;
   try {
-    outcome = await Promise.race([exited, interrupted]);
+    // The liveness race: the SDK's exec-wait retries forever against a dead sandbox.
+    outcome = await Promise.race([exited, interrupted, watch.gone.then((detail): Outcome => ({ kind: 'gone', detail }))]);
   } finally {
-    polling = false;
-    clearTimeout(pollTimer);
-    wake();
+    watch.stop();
     clearTimeout(deadline);
     options.signal?.removeEventListener('abort', onAbort);
   }
-  void liveness; // an in-flight poll may still be answering; nothing waits on it
 
   if (outcome.kind !== 'exit') {
     stdout.cancel();

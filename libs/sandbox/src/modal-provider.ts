@@ -9,10 +9,12 @@ import {
 } from '@lanes/contracts';
 import { bestEffort, type CleanupErrorSink } from './best-effort.js';
 import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { withCallDeadline } from './modal-call-deadline.js';
 import { createModalClient, type ModalClientFactoryOptions, type ModalClientLike, type ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, isGone, toLanesError } from './modal-errors.js';
 import { canaryArgv } from './modal-exec-scripts.js';
 import { ModalResources } from './modal-resources.js';
+import { sdkTimeoutMs } from './modal-timeouts.js';
 import { ModalSandboxHandle, type ModalHandleTiming } from './modal-sandbox-handle.js';
 import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
 
@@ -31,6 +33,18 @@ export const DEFAULT_MODAL_BACKSTOP_MARGIN_MS = 10_000;
 export const DEFAULT_MODAL_OUTPUT_DRAIN_MS = 1_000;
 /** Output kept per stream in an ExecResult (the tail): 1 Mi characters. */
 export const DEFAULT_MODAL_MAX_OUTPUT_CHARS = 1 << 20;
+/**
+ * Deadline of one file read or write. The SDK does each as an exec of its fs helper and then waits
+ * for it with no deadline of its own (the wait retries a silent router forever). A minute covers a
+ * cold router connection and the SDK's ~10 s of start retries many times over.
+ */
+export const DEFAULT_MODAL_FILE_OP_TIMEOUT_MS = 60_000;
+/**
+ * Deadline of one control-plane call (poll, terminate, a whole list). The SDK sets none, so a
+ * server that never answers would hang the liveness race, idle probing and shutdown. Its own retries
+ * (3, backing off to 400 ms) fit many times over.
+ */
+export const DEFAULT_MODAL_CALL_TIMEOUT_MS = 30_000;
 
 export interface ModalProviderOptions {
   /** App that owns the sandboxes; created if missing. Default DEFAULT_MODAL_APP_NAME. */
@@ -55,6 +69,10 @@ export interface ModalProviderOptions {
   outputDrainMs?: number;
   /** Default DEFAULT_MODAL_MAX_OUTPUT_CHARS. */
   maxOutputChars?: number;
+  /** Default DEFAULT_MODAL_FILE_OP_TIMEOUT_MS. */
+  fileOpTimeoutMs?: number;
+  /** Default DEFAULT_MODAL_CALL_TIMEOUT_MS. */
+  callTimeoutMs?: number;
   /** Close the client in close(). Default false: whoever built the client owns it. */
   ownsClient?: boolean;
   /** Where failures of best-effort cleanup (e.g. reaping a timed-out sandbox) go. */
@@ -71,7 +89,8 @@ function laneTags(tags: Record<string, string>): Partial<SandboxTags> {
 
 /**
  * Sandboxes on Modal through the JS SDK (modal@0.11). Construct it with a real client
- * (`createModalClient()`) or the SDK double (`createModalDouble()`), or use `createModalProvider()`.
+ * (`createModalClient()`, or a `ModalClient` pointed elsewhere, e.g. the local Modal server in
+ * `testing/modal-server` for tests), or use `createModalProvider()`.
  */
 export class ModalProvider implements SandboxProvider {
   readonly name = MODAL_PROVIDER_NAME;
@@ -105,6 +124,8 @@ export class ModalProvider implements SandboxProvider {
       backstopMarginMs: options.backstopMarginMs ?? DEFAULT_MODAL_BACKSTOP_MARGIN_MS,
       outputDrainMs: options.outputDrainMs ?? DEFAULT_MODAL_OUTPUT_DRAIN_MS,
       maxOutputChars: options.maxOutputChars ?? DEFAULT_MODAL_MAX_OUTPUT_CHARS,
+      fileOpTimeoutMs: options.fileOpTimeoutMs ?? DEFAULT_MODAL_FILE_OP_TIMEOUT_MS,
+      callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MODAL_CALL_TIMEOUT_MS,
     };
   }
 
@@ -142,8 +163,8 @@ export class ModalProvider implements SandboxProvider {
     const want: Record<string, string> = {};
     for (const [k, v] of Object.entries(tags)) if (v !== undefined) want[k] = v;
     const app = await this.#resources.app();
-    const refs: SandboxRef[] = [];
-    try {
+    const listing = (async () => {
+      const refs: SandboxRef[] = [];
       for await (const sandbox of this.#client.sandboxes.list({ appId: app.appId, tags: want })) {
         try {
           refs.push({ id: sandbox.sandboxId, tags: laneTags(await sandbox.getTags()) });
@@ -154,10 +175,13 @@ export class ModalProvider implements SandboxProvider {
           sandbox.detach();
         }
       }
+      return refs;
+    })();
+    try {
+      return await withCallDeadline('list', listing, this.#timing.callTimeoutMs);
     } catch (err) {
       throw toLanesError(err, { kind: 'client' });
     }
-    return refs;
   }
 
   /** fromId (no I/O) + terminate, then detach. Already gone is success. */
@@ -170,7 +194,7 @@ export class ModalProvider implements SandboxProvider {
       throw toLanesError(err, { kind: 'sandbox', sandboxId: id });
     }
     try {
-      await sandbox.terminate();
+      await withCallDeadline(`terminate ${id}`, sandbox.terminate(), this.#timing.callTimeoutMs);
     } catch (err) {
       if (!isGone(err, id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: id });
     } finally {
@@ -184,6 +208,8 @@ export class ModalProvider implements SandboxProvider {
   }
 
   async #createSandbox(spec: SandboxSpec): Promise<ModalSandboxLike> {
+    // Modal requires a lifetime; lanes sets one on every sandbox, checked before any call is made.
+    const lifetimeMs = sdkTimeoutMs('sandbox timeoutMs', spec.timeoutMs ?? this.#options.sandboxLifetimeMs);
     const [app, image, secrets, volumes] = await Promise.all([
       this.#resources.app(),
       this.#resources.image(spec.image),
@@ -194,8 +220,7 @@ export class ModalProvider implements SandboxProvider {
     ]);
     try {
       return await this.#client.sandboxes.create(app, image, {
-        // Modal requires a lifetime; lanes sets one on every sandbox.
-        timeoutMs: spec.timeoutMs ?? this.#options.sandboxLifetimeMs,
+        timeoutMs: lifetimeMs,
         env: { ...(spec.env ?? {}) },
         secrets,
         ...(volumes.length > 0 ? { volumes: Object.fromEntries(volumes) } : {}),
@@ -213,7 +238,7 @@ export class ModalProvider implements SandboxProvider {
     let code: number;
     let stdout: string;
     try {
-      const proc = await sandbox.exec(canaryArgv(this.#options.workdir, nonce), { timeoutMs });
+      const proc = await sandbox.exec(canaryArgv(this.#options.workdir, nonce), { timeoutMs: sdkTimeoutMs('canary timeoutMs', timeoutMs) });
       [code, stdout] = await Promise.all([proc.wait(), proc.stdout.readText()]);
     } catch (err) {
       throw toLanesError(err, scope);
@@ -237,7 +262,7 @@ export class ModalProvider implements SandboxProvider {
 }
 
 export interface CreateModalProviderOptions extends ModalProviderOptions, ModalClientFactoryOptions {
-  /** Use this client (e.g. the SDK double) instead of building one from MODAL_TOKEN_ID/SECRET. */
+  /** Use this client (e.g. one pointed at the local Modal server) instead of building one from MODAL_TOKEN_ID/SECRET. */
   client?: ModalClientLike;
 }
 

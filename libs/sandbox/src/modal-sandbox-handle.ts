@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
 import { ProviderUnavailableError, SandboxGoneError, type PollResult } from '@lanes/contracts';
 import { ExecQueue } from './exec-queue.js';
+import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
@@ -12,6 +13,8 @@ export interface ModalHandleTiming {
   backstopMarginMs: number;
   outputDrainMs: number;
   maxOutputChars: number;
+  fileOpTimeoutMs: number;
+  callTimeoutMs: number;
 }
 
 export interface ModalHandleDeps {
@@ -31,14 +34,28 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly #sandbox: ModalSandboxLike;
   readonly #deps: ModalHandleDeps;
   readonly #queue: ExecQueue;
+  readonly #timing: ModalHandleTiming;
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
+  /**
+   * Set once this handle has seen the sandbox finished (its own poll, or a command's liveness race).
+   * A finished Modal sandbox never runs again, so later calls fail at once: the real SDK would send
+   * them to the dead task's command router and retry its silence for seconds.
+   */
+  #gone: SandboxGoneError | undefined;
+  /**
+   * What a poll found once the sandbox was finished (exited with its code, or missing). Modal never
+   * changes a finished sandbox's result, so later polls answer from here with no network call: the
+   * exit code seen while a command ran is the one recovery reads.
+   */
+  #finished: PollResult | undefined;
 
   constructor(sandbox: ModalSandboxLike, workdir: string, timing: ModalHandleTiming, deps: ModalHandleDeps) {
     this.id = sandbox.sandboxId;
     this.workdir = workdir;
     this.#sandbox = sandbox;
     this.#deps = deps;
+    this.#timing = timing;
     const ctx: ModalExecContext = {
       sandbox,
       sandboxId: this.id,
@@ -52,25 +69,41 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     try {
       return await this.#queue.exec(argv, options);
     } catch (err) {
-      // Once the sandbox is known gone, everything queued behind learns it now.
-      if (err instanceof SandboxGoneError) this.#queue.rejectQueued(err);
+      // Once the sandbox is known gone, everything queued behind learns it now, and so does every later call.
+      if (err instanceof SandboxGoneError) {
+        this.#gone ??= err;
+        this.#queue.rejectQueued(err);
+      }
       throw err;
     }
   }
 
+  #throwIfFinished(): void {
+    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    if (this.#gone) throw this.#gone;
+  }
+
   async poll(): Promise<PollResult> {
+    if (this.#finished) return this.#finished;
     // After terminate() the SDK object is detached; a fresh one from fromId (no I/O) can still ask.
     const sandbox = this.#terminated ? await this.#deps.client.sandboxes.fromId(this.id) : this.#sandbox;
     try {
-      const code = await sandbox.poll();
-      return code === null ? { state: 'live' } : { state: 'exited', exitCode: code };
+      const code = await withCallDeadline(`poll ${this.id}`, sandbox.poll(), this.#timing.callTimeoutMs);
+      if (code === null) return { state: 'live' };
+      this.#gone ??= new SandboxGoneError(this.id, `exited(${code})`);
+      this.#finished ??= { state: 'exited', exitCode: code };
+      return this.#finished;
     } catch (err) {
       const mapped = toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
-      if (mapped instanceof SandboxGoneError) return { state: 'missing' };
+      if (mapped instanceof SandboxGoneError) {
+        this.#gone ??= mapped;
+        this.#finished ??= { state: 'missing' };
+        return this.#finished;
+      }
       throw mapped;
     } finally {
       if (sandbox !== this.#sandbox) sandbox.detach();
@@ -78,19 +111,19 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
     try {
-      await this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path));
+      await withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
     } catch (err) {
       throw await this.#filesystemError(err);
     }
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
-    if (this.#terminated) throw new SandboxGoneError(this.id, 'terminated by lanes');
+    this.#throwIfFinished();
     try {
-      return await this.#sandbox.filesystem.readBytes(this.#resolve(path));
+      return await withCallDeadline(`read ${path}`, this.#sandbox.filesystem.readBytes(this.#resolve(path)), this.#timing.fileOpTimeoutMs);
     } catch (err) {
       if (err instanceof SandboxFilesystemNotFoundError) return undefined;
       throw await this.#filesystemError(err);
@@ -116,7 +149,7 @@ export class ModalSandboxHandle implements SandboxHandle {
   async terminate(): Promise<void> {
     if (this.#terminated) return;
     try {
-      await this.#sandbox.terminate();
+      await withCallDeadline(`terminate ${this.id}`, this.#sandbox.terminate(), this.#timing.callTimeoutMs);
     } catch (err) {
       if (!isGone(err, this.id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
     }

@@ -2,17 +2,17 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectTimeoutError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 import { FaultyProvider, createFaultyProvider, type SandboxHandle } from '@lanes/sandbox';
-import { pidsWithEnv } from '../src/testing/modal-double-sweep.js';
-import { DOUBLE_SANDBOX_ENV } from '../src/testing/modal-double-sandbox.js';
+import { findByEnvEntry } from '../src/proc.js';
+import { SANDBOX_ID_ENV } from '../src/sandbox-reaper.js';
 import { localFixture, testSpec, type LocalFixture } from './support/local-fixture.js';
 import { MODAL_TEST_KILL_GRACE_MS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
 import { outputWatcher, waitFor } from './support/wait-for.js';
 
 const BARE_EXIT_1 = { exitCode: 1, stdout: '', stderr: '', timedOut: false, cancelled: false };
 
-/** Host processes of one double sandbox whose command line contains `text`. */
+/** Host processes of one local-server sandbox whose command line contains `text`. */
 function sandboxProcesses(sandboxId: string, text: string): number[] {
-  return pidsWithEnv(DOUBLE_SANDBOX_ENV, sandboxId).filter((pid) => {
+  return findByEnvEntry(`${SANDBOX_ID_ENV}=${sandboxId}`, new Set([process.pid])).map((p) => p.pid).filter((pid) => {
     try {
       return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
     } catch {
@@ -21,7 +21,7 @@ function sandboxProcesses(sandboxId: string, text: string): number[] {
   });
 }
 
-describe('FaultyProvider over the Modal provider (SDK double)', () => {
+describe('FaultyProvider over the Modal provider (real SDK, local server)', () => {
   let f: ModalFixture;
   let faulty: FaultyProvider;
   const handles: SandboxHandle[] = [];
@@ -56,7 +56,7 @@ describe('FaultyProvider over the Modal provider (SDK double)', () => {
     expect(await handle.exec(['echo', 'one'])).toMatchObject({ exitCode: 0 });
     await expect(handle.exec(['echo', 'two'])).rejects.toBeInstanceOf(SandboxGoneError);
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
-    expect(f.double.inspect(handle.id)?.running).toBe(false);
+    expect(f.server.sandbox(handle.id)?.running).toBe(false);
     await expect(handle.exec(['echo', 'three'])).rejects.toBeInstanceOf(SandboxGoneError);
     expect(faulty.stats.sandboxesKilled).toBe(1);
   });
@@ -67,7 +67,7 @@ describe('FaultyProvider over the Modal provider (SDK double)', () => {
     expect(await handle.exec(['echo', 'one'])).toMatchObject({ exitCode: 0, stdout: 'one\n' });
     expect(await handle.exec(['echo', 'two'])).toMatchObject(BARE_EXIT_1);
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
-    expect(f.double.inspect(handle.id)?.running).toBe(false);
+    expect(f.server.sandbox(handle.id)?.running).toBe(false);
     await expect(handle.exec(['echo', 'nonce'])).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
@@ -85,7 +85,7 @@ describe('FaultyProvider over the Modal provider (SDK double)', () => {
     const handle = await create();
     expect(await handle.exec(['echo', 'x'])).toMatchObject(BARE_EXIT_1);
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
-    expect(f.double.inspect(handle.id)?.running).toBe(false);
+    expect(f.server.sandbox(handle.id)?.running).toBe(false);
   });
 
   it('hang: a command never returns by itself; timeout and cancel kill it, the sandbox stays usable', async () => {
@@ -133,7 +133,7 @@ describe('FaultyProvider over the Modal provider (SDK double)', () => {
     expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
     expect(faulty.stats).toMatchObject({ createsAttempted: 6, createFailuresInjected: 5 });
     // No sandbox was created by the failed attempts.
-    expect(f.double.runningSandboxIds()).toEqual([handle.id]);
+    expect(f.server.runningSandboxIds()).toEqual([handle.id]);
   });
 
   it('connectTimeouts: ConnectTimeoutError after the connect deadline, with no sandbox left behind', async () => {
@@ -141,7 +141,7 @@ describe('FaultyProvider over the Modal provider (SDK double)', () => {
     const startedAt = Date.now();
     await expect(faulty.create(modalTestSpec(), { connectTimeoutMs: 150 })).rejects.toBeInstanceOf(ConnectTimeoutError);
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(145);
-    expect(f.double.calls.filter((c) => c.op === 'create')).toEqual([]);
+    expect(f.server.faults.calls('SandboxCreateV2')).toBe(0);
     expect(faulty.plan.connectTimeouts).toBe(0);
     await create();
   });

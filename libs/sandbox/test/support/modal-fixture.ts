@@ -1,12 +1,20 @@
 import { join } from 'node:path';
 import type { SandboxSpec } from '@lanes/contracts';
-import { ModalProvider, createModalDouble, type ModalDouble, type ModalProviderOptions } from '@lanes/sandbox';
-import { pidsWithEnv } from '../../src/testing/modal-double-sweep.js';
+import { ModalProvider, type ModalProviderOptions } from '@lanes/sandbox';
+import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
+import { findByEnvEntry } from '../../src/proc.js';
 import type { ContractFixture } from '../contract-suite.js';
 
-/** Short grace and a tight liveness poll keep the double's tests quick while exercising every step. */
+/** Short grace and a tight liveness poll keep the tests quick while exercising every step. */
 export const MODAL_TEST_KILL_GRACE_MS = 200;
 export const MODAL_TEST_LIVENESS_POLL_MS = 50;
+/**
+ * The SDK retries transient failures itself, so a fault that must reach the provider outlasts them.
+ * Control-plane unary calls: the first attempt + 3 retries (ModalClient's retryMiddleware).
+ */
+export const SDK_CONTROL_ATTEMPTS = 4;
+/** Command-router unary calls: the first attempt + 10 retries, backing off from 10 ms (~10 s in all). */
+export const SDK_ROUTER_ATTEMPTS = 11;
 
 export function modalTestSpec(slot = 's1'): SandboxSpec {
   return { image: 'debian:bookworm-slim', tags: { lane: 'contract', slot, worker: `w-${process.pid}` }, env: { LANES_TEST_SPEC_ENV: 'from-spec' } };
@@ -14,36 +22,37 @@ export function modalTestSpec(slot = 's1'): SandboxSpec {
 
 export interface ModalFixture extends ContractFixture {
   provider: ModalProvider;
-  double: ModalDouble;
+  server: LocalModalServer;
 }
 
-/** A fresh SDK double and a Modal provider on it; cleanup kills every double sandbox and its temp dir. */
+/**
+ * A fresh local Modal server and the provider on the REAL SDK (modal@0.11.1) pointed at it;
+ * cleanup closes the provider's client and the server (which kills every sandbox process).
+ */
 export async function modalFixture(options: ModalProviderOptions = {}): Promise<ModalFixture> {
-  const double = createModalDouble();
-  const provider = new ModalProvider(double, {
+  const server = await startModalServer();
+  const provider = new ModalProvider(server.client(), {
     appName: 'lanes-test',
-    // The double shares the host filesystem; keep the lanes workdir inside its temp dir.
-    workdir: join(double.rootDir, 'work'),
+    // Sandboxes share the host filesystem; keep the lanes workdir inside the server's temp dir.
+    workdir: join(server.rootDir, 'work'),
     livenessPollIntervalMs: MODAL_TEST_LIVENESS_POLL_MS,
     backstopMarginMs: 2_000,
     outputDrainMs: 500,
     connectTimeoutMs: 10_000,
+    ownsClient: true,
     ...options,
   });
   return {
     provider,
-    double,
+    server,
     spec: modalTestSpec(),
     killGraceMs: MODAL_TEST_KILL_GRACE_MS,
-    liveHostPids: (envEntry) => {
-      const at = envEntry.indexOf('=');
-      return pidsWithEnv(envEntry.slice(0, at), envEntry.slice(at + 1));
-    },
+    liveHostPids: (envEntry) => findByEnvEntry(envEntry, new Set([process.pid])).map((p) => p.pid),
     // The container dies from the outside (host loss, OOM): Modal then reports it finished.
-    killRoot: async (handle) => double.kill(handle.id),
+    killRoot: async (handle) => server.killSandbox(handle.id),
     cleanup: async () => {
       await provider.close();
-      double.shutdown();
+      await server.close();
     },
   };
 }

@@ -1,0 +1,253 @@
+import { Status } from 'nice-grpc';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
+import type { SandboxHandle } from '@lanes/sandbox';
+import { MODAL_TEST_KILL_GRACE_MS, SDK_CONTROL_ATTEMPTS, SDK_ROUTER_ATTEMPTS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
+import { outputWatcher, waitFor } from './support/wait-for.js';
+
+// ModalSandboxHandle on the real SDK (modal@0.11.1) over the local Modal server.
+
+let f: ModalFixture;
+const handles: SandboxHandle[] = [];
+
+beforeEach(async () => {
+  f = await modalFixture();
+});
+
+afterEach(async () => {
+  for (const h of handles.splice(0)) await h.terminate().catch(() => undefined);
+  await f.cleanup();
+});
+
+async function create(slot = 's1', options = {}): Promise<SandboxHandle> {
+  const handle = await f.provider.create(modalTestSpec(slot), options);
+  handles.push(handle);
+  return handle;
+}
+
+/** The execs the server started in one sandbox, in order (the canary included). */
+function execsOf(id: string): string[][] {
+  return (f.server.sandbox(id)?.execs ?? []).map((e) => e.argv);
+}
+
+describe('ModalSandboxHandle.exec', () => {
+  it('returns exit code and output; streams it live; argv is passed as separate args to the group wrapper', async () => {
+    const handle = await create();
+    const chunks: string[] = [];
+    const result = await handle.exec(['sh', '-c', 'echo out; echo err >&2; exit 3'], { onOutput: (s, c) => chunks.push(`${s}:${c}`) });
+    expect(result).toMatchObject({ exitCode: 3, stdout: 'out\n', stderr: 'err\n', timedOut: false, cancelled: false });
+    expect(chunks).toEqual(expect.arrayContaining(['stdout:out\n', 'stderr:err\n']));
+    const sent = execsOf(handle.id).at(-1)!;
+    expect(sent.slice(0, 2)).toEqual(['sh', '-c']);
+    // sh -c WRAPPER lanes-exec <execId> <argv...>: the card's argv is never inside the script.
+    expect(sent.slice(3, 4)).toEqual(['lanes-exec']);
+    expect(sent.slice(5)).toEqual(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(sent[2]).not.toContain('echo out');
+  });
+
+  it.each([
+    ['SIGTERM', 'kill -TERM $$', 143],
+    ['SIGKILL', 'kill -KILL $$', 137],
+    ['SIGINT', 'kill -INT $$', 130],
+  ])('a command ended by %s reports 128+signal', async (_sig, script, code) => {
+    const handle = await create();
+    expect((await handle.exec(['sh', '-c', script])).exitCode).toBe(code);
+  });
+
+  it('passes a backstop timeoutMs beyond the lanes deadline, rounded up to the whole seconds the SDK accepts', async () => {
+    const handle = await create();
+    // 10 000 + 3 × 100 + the fixture's 2 000 margin = 12 300 → 13 000 (the SDK rejected 12 300).
+    expect(await handle.exec(['true'], { timeoutMs: 10_000, killGraceMs: 100 })).toMatchObject({ exitCode: 0 });
+    const last = f.server.sandbox(handle.id)!.execs.at(-1)!;
+    expect(last.timeoutMs).toBe(13_000);
+    expect(last.cwd).toBe(handle.workdir);
+  });
+
+  it('the kill exec after a timeout gets a whole-second backstop too', async () => {
+    const handle = await create();
+    await handle.exec(['sleep', '30'], { timeoutMs: 100, killGraceMs: 150 });
+    const kill = f.server.sandbox(handle.id)!.execs.find((e) => e.argv[3] === 'lanes-kill')!;
+    expect(kill.timeoutMs! % 1_000).toBe(0);
+  });
+
+  it('an exec deadline no rounding can fix is a configuration error naming the value; nothing is started', async () => {
+    const handle = await create();
+    const before = f.server.faults.calls('TaskExecStart');
+    const error = await handle.exec(['true'], { timeoutMs: Number.POSITIVE_INFINITY }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderInvalidError);
+    expect((error as Error).message).toContain('exec timeoutMs must be a positive, finite number of milliseconds, got Infinity');
+    expect(f.server.faults.calls('TaskExecStart')).toBe(before);
+  });
+
+  it('timeout kills the group through a second exec, never the sandbox; the next command runs', async () => {
+    const handle = await create();
+    const before = execsOf(handle.id).length;
+    const result = await handle.exec(['sleep', '30'], { timeoutMs: 200, killGraceMs: MODAL_TEST_KILL_GRACE_MS });
+    expect(result).toMatchObject({ timedOut: true, cancelled: false, exitCode: 130 });
+    const sent = execsOf(handle.id).slice(before);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.[3]).toBe('lanes-kill');
+    expect(f.server.faults.calls('SandboxTerminateV2')).toBe(0);
+    expect(await handle.exec(['echo', 'next'])).toMatchObject({ exitCode: 0, stdout: 'next\n' });
+    expect(await handle.poll()).toEqual({ state: 'live' });
+  });
+
+  it('cancel escalates INT → TERM → KILL for a command that ignores INT and TERM', async () => {
+    const handle = await create();
+    const abort = new AbortController();
+    const watcher = outputWatcher('ready');
+    const running = handle.exec(['sh', '-c', 'trap "" INT TERM; echo ready; while :; do sleep 0.05; done'], {
+      signal: abort.signal,
+      killGraceMs: MODAL_TEST_KILL_GRACE_MS,
+      onOutput: watcher.onOutput,
+    });
+    await watcher.seen;
+    abort.abort();
+    expect(await running).toMatchObject({ cancelled: true, timedOut: false, exitCode: 137 });
+    expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a sandbox terminated mid-command makes exec reject with SandboxGoneError promptly, though the SDK wait hangs', async () => {
+    const handle = await create();
+    const watcher = outputWatcher('started');
+    const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { onOutput: watcher.onOutput });
+    const settled = running.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    await watcher.seen;
+    const killedAt = Date.now();
+    await f.provider.terminateById(handle.id); // from "elsewhere": the handle was not told
+    expect(await settled).toBeInstanceOf(SandboxGoneError);
+    expect(Date.now() - killedAt).toBeLessThan(1_000);
+    // Everything queued behind learns it too, and poll reports the exit code.
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+  });
+
+  it('a sandbox that dies while a command is starting: SandboxGoneError from the liveness poll, not after the SDK\'s router retries', async () => {
+    const handle = await create();
+    const before = f.server.faults.calls('TaskExecStart');
+    // The start is in flight (held by the server) when the sandbox dies; its router then never answers.
+    f.server.faults.delay('TaskExecStart', 300);
+    const starting = handle.exec(['true']).catch((e: unknown) => e);
+    await waitFor('the exec start to reach the router', () => f.server.faults.calls('TaskExecStart') > before);
+    f.server.killSandbox(handle.id);
+    expect(await starting).toBeInstanceOf(SandboxGoneError);
+    // Settled while the SDK was still retrying the dead task's router (it tries SDK_ROUTER_ATTEMPTS times).
+    expect(f.server.faults.calls('TaskExecStart') - before).toBeLessThan(SDK_ROUTER_ATTEMPTS);
+  });
+
+  it('a transport failure when starting a command (past the SDK\'s retries) is ProviderUnavailableError, not a death', async () => {
+    const handle = await create();
+    f.server.faults.fail('TaskExecStart', { times: SDK_ROUTER_ATTEMPTS });
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(ProviderUnavailableError);
+    expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a transport failure of the liveness poll does not fail a running command', async () => {
+    const handle = await create();
+    const before = f.server.faults.calls('SandboxWaitV2');
+    f.server.faults.fail('SandboxWaitV2', { forMs: 600 });
+    expect(await handle.exec(['sh', '-c', 'sleep 1; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    expect(f.server.faults.calls('SandboxWaitV2')).toBeGreaterThan(before);
+  });
+
+  it('a router connection dropped mid-command: the SDK redials and resumes output at its offset; the result is whole', async () => {
+    const handle = await create();
+    const watcher = outputWatcher('first');
+    const running = handle.exec(['sh', '-c', 'echo first; sleep 0.5; echo second'], { onOutput: watcher.onOutput });
+    await watcher.seen;
+    expect(f.server.dropRouterConnections()).toBeGreaterThan(0);
+    expect(await running).toMatchObject({ exitCode: 0, stdout: 'first\nsecond\n' });
+  });
+});
+
+describe('ModalSandboxHandle.poll / files / terminate', () => {
+  it('poll: live, ProviderUnavailableError on transport failure, exited(code) after a death', async () => {
+    const handle = await create();
+    expect(await handle.poll()).toEqual({ state: 'live' });
+    f.server.faults.fail('SandboxWaitV2', { code: Status.UNAVAILABLE, times: SDK_CONTROL_ATTEMPTS });
+    await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.server.killSandbox(handle.id, 0);
+    // 0 is an exit code like any other.
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 0 });
+  });
+
+  it('a poll the control plane never answers fails at its deadline (the SDK sets none); the liveness race goes on', async () => {
+    await f.cleanup();
+    f = await modalFixture({ callTimeoutMs: 500 });
+    const handle = await create();
+    f.server.faults.delay('SandboxWaitV2', 60_000);
+    await expect(handle.poll()).rejects.toBeInstanceOf(ProviderUnavailableError);
+    // A command whose liveness polls hang still ends normally.
+    expect(await handle.exec(['sh', '-c', 'sleep 1.2; echo done'])).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    f.server.faults.delay('SandboxWaitV2', 0);
+    expect(await handle.poll()).toEqual({ state: 'live' });
+  });
+
+  it('poll: missing on NOT_FOUND', async () => {
+    const handle = await create();
+    f.server.faults.fail('SandboxWaitV2', { code: Status.NOT_FOUND });
+    expect(await handle.poll()).toEqual({ state: 'missing' });
+  });
+
+  it('a finished sandbox stays finished: once a poll saw exited(137), later polls answer it with no network call', async () => {
+    const handle = await create();
+    f.server.killSandbox(handle.id);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    const polls = f.server.faults.calls('SandboxWaitV2', handle.id);
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    expect(f.server.faults.calls('SandboxWaitV2', handle.id)).toBe(polls);
+  });
+
+  it('writeFile/readFile through the SDK filesystem API; relative paths are under the workdir', async () => {
+    const handle = await create();
+    await handle.writeFile('cards/c1.json', '{"id":"c1"}');
+    expect((await handle.exec(['cat', 'cards/c1.json'])).stdout).toBe('{"id":"c1"}');
+    expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/cards/c1.json`))).toBe('{"id":"c1"}');
+    expect(await handle.readFile('cards/missing.json')).toBeUndefined();
+  });
+
+  it('a transport failure in a file operation (the SDK reports it as NotFoundError) is not read as a death', async () => {
+    const handle = await create();
+    // The SDK's filesystem helpers exec a tool; a failed exec start becomes NotFoundError "unavailable".
+    f.server.faults.fail('TaskExecStart', { code: Status.NOT_FOUND });
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.server.faults.fail('TaskExecStart', { code: Status.UNAVAILABLE, times: SDK_ROUTER_ATTEMPTS });
+    await expect(handle.readFile('x.txt')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.server.killSandbox(handle.id);
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(SandboxGoneError);
+  });
+
+  it('a capacity error (RESOURCE_EXHAUSTED) in a file operation is transient, not a configuration error', async () => {
+    const handle = await create();
+    // The SDK folds it into its catch-all SandboxFilesystemError ("unexpected error").
+    f.server.faults.fail('TaskExecStart', { code: Status.RESOURCE_EXHAUSTED });
+    await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    await handle.writeFile('x.txt', 'x');
+  });
+
+  it('a file read whose helper never reports back (the SDK waits forever) fails at its deadline as ProviderUnavailableError', async () => {
+    await f.cleanup();
+    f = await modalFixture({ fileOpTimeoutMs: 1_000 });
+    const handle = await create();
+    await handle.writeFile('out/result.json', '{}');
+    f.server.faults.fail('TaskExecWait', { forMs: 60_000, sandboxId: handle.id });
+    await expect(handle.readFile('out/result.json')).rejects.toBeInstanceOf(ProviderUnavailableError);
+    f.server.faults.clear();
+    expect(new TextDecoder().decode(await handle.readFile('out/result.json'))).toBe('{}');
+  });
+
+  it('terminate ends the sandbox (137), is idempotent, and later calls throw SandboxGoneError without a round trip', async () => {
+    const handle = await create();
+    await handle.terminate();
+    await handle.terminate();
+    expect(f.server.sandbox(handle.id)).toMatchObject({ running: false, exitCode: 137 });
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
+    const calls = f.server.faults.total();
+    await expect(handle.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
+    await expect(handle.readFile('x')).rejects.toBeInstanceOf(SandboxGoneError);
+    expect(f.server.faults.total()).toBe(calls);
+  });
+});

@@ -1,0 +1,133 @@
+import { ServerError, Status, type CallContext } from 'nice-grpc';
+import type { Handlers } from './control-plane.js';
+import type { ExecExit, ServerExec } from './exec-process.js';
+import type { ServerSandbox } from './sandbox.js';
+import type { ModalServerState } from './state.js';
+
+// Requests are the SDK's generated message objects, whose types the bundle does not export.
+type Req = any;
+
+/** Largest data frame of one TaskExecStdioRead message. */
+const STDIO_CHUNK_BYTES = 1 << 20;
+
+export interface RouterBehaviour {
+  /**
+   * What the router answers about a task whose sandbox has finished. The router of a dead container
+   * is gone: by default UNAVAILABLE, which the SDK retries (exec wait: forever), so a waiting
+   * command hangs until the provider notices the death some other way, as on Modal.
+   */
+  finishedTaskCode: Status;
+}
+
+function exitMessage(exit: ExecExit | undefined): object {
+  if (!exit) return {};
+  return 'code' in exit ? { code: exit.code } : { signal: exit.signal };
+}
+
+/**
+ * The task command router (`modal.task_command_router.TaskCommandRouter`): exec start, stdio,
+ * stdin, poll and wait for the commands of one sandbox's task, on real local processes.
+ */
+export function commandRouter(state: ModalServerState, behaviour: RouterBehaviour): Handlers {
+  const gone = (sandbox: ServerSandbox): ServerError =>
+    new ServerError(behaviour.finishedTaskCode, `task ${sandbox.taskId} of sandbox ${sandbox.id} is not running`);
+
+  const liveTask = (taskId: string): ServerSandbox => {
+    const sandbox = state.sandboxByTask(taskId);
+    if (!sandbox) throw new ServerError(Status.NOT_FOUND, `task ${taskId} not found`);
+    if (!sandbox.running) throw gone(sandbox);
+    return sandbox;
+  };
+
+  const execOf = (req: { taskId: string; execId: string }): [ServerSandbox, ServerExec] => {
+    const sandbox = liveTask(req.taskId);
+    const exec = sandbox.execs.get(req.execId);
+    if (!exec) throw new ServerError(Status.NOT_FOUND, `exec ${req.execId} not found`);
+    return [sandbox, exec];
+  };
+
+  return {
+    taskExecStart: async (req: Req) => {
+      const sandbox = liveTask(req.taskId);
+      // A retried start (same exec id) must not run the command twice.
+      if (sandbox.execs.has(req.execId)) return {};
+      const env: Record<string, string> = {};
+      for (const source of req.secretSources ?? []) {
+        if (source.secretId) Object.assign(env, state.secretById(source.secretId)?.env ?? {});
+        Object.assign(env, source.env?.contents ?? {});
+      }
+      Object.assign(env, req.env ?? {});
+      sandbox.exec({
+        execId: req.execId,
+        argv: req.commandArgs,
+        cwd: req.workdir ?? sandbox.workdir ?? sandbox.dir,
+        env,
+        ...(req.timeoutSecs ? { timeoutMs: req.timeoutSecs * 1000 } : {}),
+      });
+      return {};
+    },
+
+    taskExecStdioRead: async function* (req: Req, context: CallContext) {
+      const [sandbox, exec] = execOf(req);
+      const fd = req.fileDescriptor === 1 ? 1 : 0;
+      let offset: number = req.offset ?? 0;
+      for (;;) {
+        if (!sandbox.running) throw gone(sandbox);
+        const data = exec.outputFrom(fd, offset);
+        if (data.length > 0) {
+          for (let at = 0; at < data.length; at += STDIO_CHUNK_BYTES) yield { data: data.subarray(at, at + STDIO_CHUNK_BYTES) };
+          offset += data.length;
+          continue;
+        }
+        if (exec.outputClosed[fd]) return;
+        await exec.changed(context.signal);
+        if (context.signal.aborted) return;
+      }
+    },
+
+    taskExecWait: async (req: Req, context: CallContext) => {
+      const [sandbox, exec] = execOf(req);
+      for (;;) {
+        // The container's death is seen before its processes' exits: their router is gone with it.
+        if (!sandbox.running) throw gone(sandbox);
+        if (exec.exit) return exitMessage(exec.exit);
+        await exec.changed(context.signal);
+        if (context.signal.aborted) throw new ServerError(Status.CANCELLED, 'wait cancelled by the client');
+      }
+    },
+
+    taskExecPoll: async (req: Req) => exitMessage(execOf(req)[1].exit),
+
+    taskExecStdinWriteStream: async (requests: AsyncIterable<Req>) => {
+      let exec: ServerExec | undefined;
+      for await (const r of requests) {
+        if (r.start) {
+          exec = execOf(r.start)[1];
+          // Resuming: bytes the exec already has are not written twice.
+          if (r.start.offset !== exec.stdinBytesWritten) {
+            throw new ServerError(Status.FAILED_PRECONDITION, `stdin offset ${r.start.offset} != ${exec.stdinBytesWritten}`);
+          }
+        } else if (r.data && exec) {
+          exec.writeStdin(r.data);
+        } else if (r.end && exec) {
+          exec.closeStdin();
+        }
+      }
+      return {};
+    },
+
+    taskExecStdinStatus: async (req: Req) => {
+      const exec = execOf(req)[1];
+      return { numBytesWritten: exec.stdinBytesWritten, closed: exec.stdinClosed };
+    },
+
+    taskExecStdinWrite: async (req: Req) => {
+      const exec = execOf(req)[1];
+      const data: Uint8Array = req.data ?? new Uint8Array(0);
+      const skip = exec.stdinBytesWritten - (req.offset ?? 0);
+      if (skip < data.length) exec.writeStdin(data.subarray(Math.max(0, skip)));
+      if (req.eof) exec.closeStdin();
+      return {};
+    },
+  };
+}

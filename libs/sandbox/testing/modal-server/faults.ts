@@ -1,0 +1,147 @@
+import { ServerError, Status, type CallContext, type ServerMiddleware } from 'nice-grpc';
+
+/**
+ * Which RPCs a fault applies to: one method name as on the wire (`SandboxWaitV2`, `TaskExecWait`),
+ * several, or a whole service (`ModalClient` is the control plane, `TaskCommandRouter` the router).
+ */
+export type RpcTarget = string | readonly string[];
+
+export interface FailOptions {
+  /** gRPC status to answer with; default UNAVAILABLE. */
+  code?: Status;
+  /** Fail this many matching calls (default 1 unless `forMs` is given). */
+  times?: number;
+  /** Fail every matching call for this long from now. */
+  forMs?: number;
+  /** Only calls about this sandbox (by sandboxId, or its taskId on the router). */
+  sandboxId?: string;
+}
+
+interface FailRule {
+  target: RpcTarget;
+  code: Status;
+  remaining: number;
+  until: number;
+  sandboxId: string | undefined;
+}
+
+/** What the middleware knows about one call. */
+export interface RpcCall {
+  service: string;
+  method: string;
+  /** The sandbox the call is about, when the request names one. */
+  sandboxId: string | undefined;
+}
+
+function matches(target: RpcTarget, call: RpcCall): boolean {
+  const names = typeof target === 'string' ? [target] : target;
+  return names.includes(call.method) || names.includes(call.service);
+}
+
+/**
+ * The fault plan and the call counter of a local Modal server. Tests arrange failures and delays
+ * here; the server middleware consults it on every call (before the handler runs) and counts it.
+ */
+export class ModalFaults {
+  readonly #rules: FailRule[] = [];
+  readonly #delays = new Map<string, number>();
+  readonly #counts = new Map<string, number>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** Answers matching calls with an error status (a burst by count or by time window). */
+  fail(target: RpcTarget, options: FailOptions = {}): void {
+    const byTime = options.forMs !== undefined;
+    this.#rules.push({
+      target,
+      code: options.code ?? Status.UNAVAILABLE,
+      remaining: options.times ?? (byTime ? Number.POSITIVE_INFINITY : 1),
+      until: byTime ? this.#now() + (options.forMs ?? 0) : Number.POSITIVE_INFINITY,
+      sandboxId: options.sandboxId,
+    });
+  }
+
+  /** Every matching call waits this long before it is answered (0 removes the delay). */
+  delay(method: string, ms: number): void {
+    if (ms > 0) this.#delays.set(method, ms);
+    else this.#delays.delete(method);
+  }
+
+  clear(): void {
+    this.#rules.length = 0;
+    this.#delays.clear();
+  }
+
+  /** How many calls of `method` the server received (failed ones included), optionally about one sandbox. */
+  calls(method: string, sandboxId?: string): number {
+    return this.#counts.get(sandboxId === undefined ? method : `${method}@${sandboxId}`) ?? 0;
+  }
+
+  /** Calls of every method together. */
+  total(): number {
+    let n = 0;
+    for (const [key, c] of this.#counts) if (!key.includes('@')) n += c;
+    return n;
+  }
+
+  resetCounts(): void {
+    this.#counts.clear();
+  }
+
+  /** The error a call must answer with now, if any; spends one unit of the matching burst. */
+  injected(call: RpcCall): ServerError | undefined {
+    const now = this.#now();
+    for (let i = 0; i < this.#rules.length; i++) {
+      const rule = this.#rules[i]!;
+      if (rule.remaining <= 0 || now >= rule.until) {
+        this.#rules.splice(i--, 1);
+        continue;
+      }
+      if (!matches(rule.target, call)) continue;
+      if (rule.sandboxId !== undefined && rule.sandboxId !== call.sandboxId) continue;
+      rule.remaining--;
+      return new ServerError(rule.code, `injected ${Status[rule.code]} for ${call.method}`);
+    }
+    return undefined;
+  }
+
+  delayFor(method: string): number {
+    return this.#delays.get(method) ?? 0;
+  }
+
+  count(method: string, sandboxId: string | undefined): void {
+    this.#counts.set(method, this.calls(method) + 1);
+    if (sandboxId !== undefined) this.#counts.set(`${method}@${sandboxId}`, this.calls(method, sandboxId) + 1);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+/**
+ * Server middleware: counts the call, waits out any delay, then answers with an injected error or
+ * lets the handler run. `sandboxOf` names the sandbox a request is about (for per-sandbox faults).
+ */
+export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf: (request: unknown) => string | undefined): ServerMiddleware {
+  return async function* inject(call, context: CallContext) {
+    const method = call.method.path.slice(call.method.path.lastIndexOf('/') + 1);
+    // A client-streaming request is an iterable: only unary and server-streaming requests name a sandbox.
+    const sandboxId = call.requestStream ? undefined : sandboxOf(call.request);
+    faults.count(method, sandboxId);
+    const ms = faults.delayFor(method);
+    if (ms > 0) await sleep(ms, context.signal);
+    const error = faults.injected({ service, method, sandboxId });
+    if (error) throw error;
+    return yield* call.next(call.request, context);
+  };
+}
