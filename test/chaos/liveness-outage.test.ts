@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { parseLanesConfig } from '@lanes/contracts';
-import { EventLog, createRedis } from '@lanes/queue';
+import { EventLog, FleetStore, createRedis } from '@lanes/queue';
 import { createProviderRegistry } from '@lanes/sandbox';
 import { createSupervisorApp, type SupervisorApp } from '@lanes/supervisor';
 import { spawnWorker, startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
@@ -129,5 +129,49 @@ describe('liveness across hosts whose clocks disagree', () => {
     expect(done.sandboxId).toBe(running.sandboxId);
     expect(done.history.some((h) => h.state === 'blocked')).toBe(false);
     expect(await reapedEvents(redis.url)).toEqual([]);
+  }, 60_000);
+});
+
+describe('a worker silent on Redis but still running (cut off, or stalled)', () => {
+  let redis: TestRedis;
+  let dir: string;
+  let worker: WorkerProcess | undefined;
+  let t: TestStack | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-silent-'));
+  });
+  afterAll(async () => {
+    if (worker?.child.pid) process.kill(worker.child.pid, 'SIGCONT');
+    await worker?.crash();
+    await t?.stop();
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is judged gone, yet its sandboxes are kept: the provider still sees the process; it is alive again once it beats', async () => {
+    const sandboxDir = join(dir, 'sandboxes');
+    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS) } });
+    t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: true, worker: false }, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, sandboxDir });
+    const slot = await waitFor('the supervisor to judge the worker alive', async () => {
+      const s = (await t!.api.lanes())[0]!.slots[0];
+      return s?.workerLiveness === 'alive' && s.sandbox?.pid ? s : undefined;
+    });
+    const conn = new Redis(redis.url);
+    try {
+      const fleet = new FleetStore(conn);
+      // Stopped, the worker beats no more, exactly as if its link to Redis were down.
+      process.kill(worker.child.pid!, 'SIGSTOP');
+      await waitFor('the supervisor to judge the silent worker gone', async () => (await fleet.liveness())[slot.worker]?.liveness === 'gone');
+      await t.stack.supervisor!.sweep();
+      expect(alive(slot.sandbox!.pid!)).toBe(true);
+      expect(await reapedEvents(redis.url)).toEqual([]);
+      process.kill(worker.child.pid!, 'SIGCONT');
+      await waitFor('the worker to be judged alive again', async () => (await fleet.liveness())[slot.worker]?.liveness === 'alive');
+      expect(alive(slot.sandbox!.pid!)).toBe(true);
+    } finally {
+      conn.disconnect();
+    }
   }, 60_000);
 });

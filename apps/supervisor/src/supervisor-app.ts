@@ -174,7 +174,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // Read after the beats arrive: a read that hung across an outage must show as a gap.
     const at = monotonicNow();
     const visibility = liveness.observe(observation, at);
-    if (visibility) log.warn({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    if (visibility?.event === 'liveness.redis-lost') log.warn({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    else if (visibility) log.info({ event: visibility.event, reason: visibility.reason }, visibility.event);
     const verdicts = verdictsByWorker(liveness.verdicts(at));
     for (const v of Object.values(verdicts)) {
       if (v.liveness !== previousVerdicts[v.worker]?.liveness) log.info({ event: `worker.${v.liveness}`, worker: v.worker, reason: v.reason }, `worker.${v.liveness}`);
