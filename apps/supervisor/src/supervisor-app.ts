@@ -9,7 +9,6 @@ import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackRetryConfig } from './callback-policy.js';
 import {
-  DEFAULT_LIVENESS_CONFIG,
   LivenessTracker,
   evaluateFleet,
   evaluateOrphans,
@@ -72,7 +71,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
   const liveness = new LivenessTracker({
     heartbeatTimeoutMs,
-    maxObservationGapMs: options.maxObservationGapMs ?? (options.heartbeatTimeoutMs ? heartbeatTimeoutMs / 2 : DEFAULT_LIVENESS_CONFIG.maxObservationGapMs),
+    // Half a timeout, as DEFAULT_LIVENESS_CONFIG explains, of whatever timeout this supervisor uses.
+    maxObservationGapMs: options.maxObservationGapMs ?? heartbeatTimeoutMs / 2,
   });
   let previousVerdicts: Record<string, LivenessVerdict> = {};
   const consumer = `supervisor-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
