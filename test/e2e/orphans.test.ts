@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -52,8 +52,9 @@ describe('a worker SIGKILLed mid-card', () => {
     // Each sandbox holds its init and the agent working the card.
     await waitFor('the agents to run in both sandboxes', () => sandboxIds.every((id) => sandboxMembers(id).length >= 2));
 
-    // A sandbox of that worker that its death will not end (say, made before lifelines): this
-    // process created it, so only the supervisor can end it. Until the worker is gone it stays.
+    // A sandbox of that worker that its death will not end: made before lifelines and before records
+    // named their creator. (This process made it; its record is rewritten to say no more than an old
+    // one would.) Only the supervisor can end it, and not while the worker is alive.
     const slots = await waitFor('the supervisor to judge the worker alive', async () => {
       const s = (await t!.api.lanes())[0]!.slots;
       return s.length === 2 && s.every((slot) => slot.workerLiveness === 'alive') ? s : undefined;
@@ -61,6 +62,9 @@ describe('a worker SIGKILLed mid-card', () => {
     const owner = slots[0]!.worker;
     bystander = createLocalProvider({ baseDir: sandboxDir });
     const leftover = await bystander.create({ image: 'local', tags: { lane: 'orph', slot: 'leftover', worker: owner } });
+    const recordFile = join(sandboxDir, leftover.id, 'sandbox.json');
+    const { ownerPid: _pid, ownerStartTime: _start, ...oldRecord } = JSON.parse(readFileSync(recordFile, 'utf8')) as Record<string, unknown>;
+    writeFileSync(recordFile, JSON.stringify(oldRecord));
     await t.stack.supervisor!.sweep();
     expect(alive(leftover.pid!)).toBe(true);
     expect(sandboxIds.every((id) => sandboxMembers(id).length > 0)).toBe(true);

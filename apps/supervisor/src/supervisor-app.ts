@@ -9,7 +9,6 @@ import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackRetryConfig } from './callback-policy.js';
 import {
-  DEFAULT_LIVENESS_CONFIG,
   LivenessTracker,
   evaluateFleet,
   evaluateOrphans,
@@ -72,7 +71,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
   const liveness = new LivenessTracker({
     heartbeatTimeoutMs,
-    maxObservationGapMs: options.maxObservationGapMs ?? (options.heartbeatTimeoutMs ? heartbeatTimeoutMs / 2 : DEFAULT_LIVENESS_CONFIG.maxObservationGapMs),
+    // Half a timeout, as DEFAULT_LIVENESS_CONFIG explains, of whatever timeout this supervisor uses.
+    maxObservationGapMs: options.maxObservationGapMs ?? heartbeatTimeoutMs / 2,
   });
   let previousVerdicts: Record<string, LivenessVerdict> = {};
   const consumer = `supervisor-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -174,7 +174,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // Read after the beats arrive: a read that hung across an outage must show as a gap.
     const at = monotonicNow();
     const visibility = liveness.observe(observation, at);
-    if (visibility) log.warn({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    if (visibility?.event === 'liveness.redis-lost') log.warn({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    else if (visibility) log.info({ event: visibility.event, reason: visibility.reason }, visibility.event);
     const verdicts = verdictsByWorker(liveness.verdicts(at));
     for (const v of Object.values(verdicts)) {
       if (v.liveness !== previousVerdicts[v.worker]?.liveness) log.info({ event: `worker.${v.liveness}`, worker: v.worker, reason: v.reason }, `worker.${v.liveness}`);

@@ -21,7 +21,7 @@ import { LocalSandbox } from './local-sandbox.js';
 import { childrenOf, isAlive, readStat } from './proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from './provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from './sandbox-reaper.js';
-import { endedWithOwner, ownerOf } from './sandbox-owner.js';
+import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
 import {
   isValidSandboxId,
   listRecords,
@@ -200,7 +200,8 @@ export class LocalSandboxProvider implements SandboxProvider {
     const live: SandboxRef[] = [];
     for (const r of records) {
       if (isAlive(r.rootPid, r.rootStartTime)) {
-        if (tagsMatch(r.tags, tags)) live.push({ id: r.id, tags: { ...r.tags }, pid: r.rootPid });
+        const owner = ownerAlive(r);
+        if (tagsMatch(r.tags, tags)) live.push({ id: r.id, tags: { ...r.tags }, pid: r.rootPid, ...(owner === undefined ? {} : { ownerAlive: owner }) });
       } else if (endedWithOwner(r)) {
         await bestEffort('remove sandbox dir left by a dead creator', () => rm(sandboxDir(this.baseDir, r.id), { recursive: true, force: true }), this.deps.onCleanupError);
       }

@@ -207,6 +207,8 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     const b = await provider.create(testSpec('slot-b'));
     expect((await a.exec(['printenv', 'LANES_TEST_SPEC_ENV'])).stdout).toBe('from-spec\n');
     expect((await provider.list({ slot: 'slot-b' })).map((ref) => ref.id)).toEqual([b.id]);
+    // The creator (this process) is alive, and the listing says so: its sandboxes are nobody's orphans.
+    expect((await provider.list({ slot: 'slot-b' }))[0]?.ownerAlive).toBe(true);
     expect((await provider.list({ lane: 'contract' })).map((ref) => ref.id).sort()).toEqual([a.id, b.id].sort());
     await provider.terminateById('lsb-never-existed');
     await provider.terminateById('../../etc');

@@ -5,6 +5,8 @@ import { livenessOf } from './liveness.js';
 export interface ListedSandbox {
   id: string;
   tags: { worker?: string; lane?: string; slot?: string };
+  /** Set by providers that can see the creating process itself (local: same host). */
+  ownerAlive?: boolean;
 }
 
 export interface OrphanSnapshot {
@@ -28,9 +30,11 @@ export type OrphanDecision = { action: 'reap'; id: string; reason: string } | { 
  * Rule 6, one decision per sandbox, in input order. Reap only on an explicit finding: the owner's
  * liveness verdict is `gone`. Alive and unknown keep, and so does an owner with no verdict (never
  * seen, or forgotten). Hence a worker must not be forgotten before its sandboxes are terminated.
+ * A gone verdict is overruled when the provider sees the creating process still running: silence
+ * on Redis (a partitioned worker) is weaker evidence than the process itself.
  */
 export function evaluateOrphans(snapshot: OrphanSnapshot, options: OrphanOptions = {}): OrphanDecision[] {
-  return snapshot.sandboxes.map(({ id, tags }): OrphanDecision => {
+  return snapshot.sandboxes.map(({ id, tags, ownerAlive }): OrphanDecision => {
     const owner = tags.worker;
     if (owner === undefined || owner === '') {
       return options.reapUntagged
@@ -39,6 +43,9 @@ export function evaluateOrphans(snapshot: OrphanSnapshot, options: OrphanOptions
     }
     const liveness = livenessOf(snapshot.liveness, owner);
     const why = snapshot.liveness[owner]?.reason ?? 'no liveness verdict';
+    if (liveness === 'gone' && ownerAlive === true) {
+      return { action: 'keep', id, reason: `owner ${owner} is silent on Redis (${why}) but its process still runs: cut off, not dead` };
+    }
     if (liveness === 'gone') return { action: 'reap', id, reason: `owner ${owner} is gone: ${why}` };
     return { action: 'keep', id, reason: `owner ${owner} is ${liveness}: ${why}` };
   });

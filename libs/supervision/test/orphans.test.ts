@@ -16,6 +16,9 @@ describe('evaluateOrphans', () => {
     ['untagged: unknown', sb('s'), { w1: 'gone' }, 'keep'],
     ['empty worker tag: unknown', { id: 's', tags: { worker: '' } }, {}, 'keep'],
     ['owner named like an Object prototype key', sb('s', 'constructor'), {}, 'keep'],
+    ['owner gone on Redis, but its process still runs (partitioned)', { ...sb('s', 'w1'), ownerAlive: true }, { w1: 'gone' }, 'keep'],
+    ['owner gone, and the provider sees its process dead', { ...sb('s', 'w1'), ownerAlive: false }, { w1: 'gone' }, 'reap'],
+    ['owner alive on Redis, process seen dead: not gone yet, keep', { ...sb('s', 'w1'), ownerAlive: false }, { w1: 'alive' }, 'keep'],
   ])('%s → %s', (_name, sandbox, liveness, action) => {
     const [d] = evaluateOrphans({ sandboxes: [sandbox], liveness: verdicts(liveness) });
     expect(d).toMatchObject({ action, id: 's' });
