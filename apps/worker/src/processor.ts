@@ -153,21 +153,23 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
   // Fenced after the decision: the lock may be someone else's by now.
   const fenced = lease.fenceDecision();
   if (action.kind !== 'discard' && fenced) action = { kind: 'discard', reason: fenced.reason };
-  if (action.kind === 'discard') {
-    log.warn({ event: 'card.discarded', reason: action.reason, sandboxId: context.sandboxId }, 'card.discarded');
-    // Says the run lost its lock alive, so the takeover that follows spends no crash budget.
+  const discard = (reason: string): never => {
+    log.warn({ event: 'card.discarded', reason, sandboxId: context.sandboxId }, 'card.discarded');
+    // Says the run lost its card alive, so the takeover that follows spends no crash budget.
     void bestEffort('mark fenced', () => deps.store.markFenced(card.id, writer.token), warnTo(log));
     // No card move and no BullMQ move: the job's lock lapses and BullMQ hands it on.
     throw new DelayedError();
-  }
+  };
+  if (action.kind === 'discard') return discard(action.reason);
   const moved = await deps.store.transition(card, action.move, writer);
   const markDead = () => {
     if ('markDead' in action && action.markDead) slot.markDead(action.markDead.observedExitCode, action.markDead.message);
   };
   if (!moved.ok) {
-    // Refused and logged by the store (card.stale-write): this run no longer owns the card.
+    // Refused (and logged by the store as card.stale-write): this run no longer owns the card.
+    // What it saw of the sandbox still holds, though.
     markDead();
-    throw new DelayedError();
+    return discard(`the card would not move to ${action.move.to} (${moved.refusal})`);
   }
   log.info({ event: `card.${action.move.to}`, sandboxId: context.sandboxId }, `card.${action.move.to}`);
   switch (action.kind) {
