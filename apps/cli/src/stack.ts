@@ -66,7 +66,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
-        ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
       });
       const host = options.host ?? '127.0.0.1';
       await stack.api.app.listen({ port: options.port ?? 0, host });

@@ -76,3 +76,4 @@ export { toIssues, parseCard, parseLanesConfig } from './validation.js';
 export * as defaults from './defaults.js';
 export * from './errors/index.js';
 export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
+export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';

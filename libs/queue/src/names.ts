@@ -21,7 +21,10 @@ export const keys = {
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,
   sandbox: (id: string) => `${STORE_PREFIX}:sandbox:${id}`,
   lanes: () => `${STORE_PREFIX}:lanes`,
-  workers: () => `${STORE_PREFIX}:workers`,
+  /** Hash: worker id → beat sequence. (The older `workers` key held timestamps; it is no longer read.) */
+  workerBeats: () => `${STORE_PREFIX}:worker-beats`,
+  /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */
+  liveness: () => `${STORE_PREFIX}:liveness`,
   events: () => `${STORE_PREFIX}:events`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;

@@ -222,11 +222,11 @@ describe('FleetStore on real Redis', () => {
     await fleet.beat(w1, T0);
     await fleet.beat(w2, T0 + 5);
     await fleet.beat(w1, T0 + 10);
-    let beats = await fleet.heartbeats();
+    let beats = await fleet.beats();
     expect(beats[w1]).toBe(T0 + 10);
     expect(beats[w2]).toBe(T0 + 5);
     await fleet.forgetWorker(w1);
-    beats = await fleet.heartbeats();
+    beats = await fleet.beats();
     expect(beats[w1]).toBeUndefined();
     expect(beats[w2]).toBe(T0 + 5);
   });

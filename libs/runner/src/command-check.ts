@@ -43,7 +43,9 @@ export async function execOutcome(
       outcome: { kind: 'exited', exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, timedOut: result.timedOut, cancelled: result.cancelled },
     };
   } catch (err) {
-    return { outcome: { kind: 'threw', error: errorKind(err), message: err instanceof Error ? err.message : String(err) } };
+    const message = err instanceof Error ? err.message : String(err);
+    const seen = err instanceof SandboxGoneError && err.observedExitCode !== undefined ? { observedExitCode: err.observedExitCode } : {};
+    return { outcome: { kind: 'threw', error: errorKind(err), message, ...seen } };
   }
 }
 
@@ -72,8 +74,8 @@ export async function checkedExec(
   deps: CheckDeps,
 ): Promise<CheckedCommand> {
   const { outcome, result } = await execOutcome(handle, argv, options);
-  const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs });
-  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : { kind: 'not-probed' };
+  const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
+  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
   const c = classify(outcome, finding);
   return { outcome, result, verdict: c.verdict, observedExitCode: c.observedExitCode, reason: c.reason };
 }

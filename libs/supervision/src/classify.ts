@@ -33,7 +33,10 @@ export interface Classification {
  *   polled live, no canary run   → command-failed,  "unknown" (inconclusive: unknown never destroys)
  *   probe-failed sandbox-gone    → sandbox-dead,    "unknown" (the provider's explicit finding)
  *   probe-failed provider-unavailable → provider-outage, "unknown", countsTowardBreaker
- *                                  (the ONLY path to provider-outage)
+ *                                  (the ONLY path to provider-outage), except after an exec
+ *                                  that reported the sandbox gone: that explicit finding stands
+ *                                  and a probe that could not reach the provider adds nothing
+ *                                  → sandbox-dead, "unknown"
  *   probe-failed other           → command-failed,  "unknown"
  *   not-probed                   → command-failed,  "unknown"
  */
@@ -59,6 +62,9 @@ export function classify(outcome: CommandOutcome, finding: ProbeFinding): Classi
     case 'not-probed':
       return result('command-failed', 'unknown', 'not probed: unknown never destroys a sandbox');
     case 'probe-failed':
+      if (outcome.kind === 'threw' && outcome.error === 'sandbox-gone' && finding.error === 'provider-unavailable') {
+        return result('sandbox-dead', 'unknown', `exec reported the sandbox gone and the probe could not reach the provider (${finding.message}): the exec's finding stands`);
+      }
       return fromProbeFailure(finding, result);
     case 'polled':
       return fromPoll(outcome, finding, result);

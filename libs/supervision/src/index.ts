@@ -35,7 +35,23 @@ export {
 export { evaluateInfraRetry, type InfraRetryDecision } from './infra-budget.js';
 export { selectRedrive, type BlockedCard, type RedriveTrigger, type RedriveDecision } from './redrive.js';
 export { desiredSlots, desiredWorkers, type LaneLoad, type SlotBounds, type SlotsDecision } from './desired-slots.js';
-export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
+export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanSnapshot, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
+export {
+  DEFAULT_LIVENESS_CONFIG,
+  INITIAL_LIVENESS_STATE,
+  LivenessTracker,
+  evaluateLiveness,
+  livenessOf,
+  trackBeats,
+  verdictsByWorker,
+  type BeatObservation,
+  type LivenessConfig,
+  type LivenessState,
+  type LivenessStep,
+  type TrackedWorker,
+} from './liveness.js';
+export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
+export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {
   DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
   evaluateFleet,

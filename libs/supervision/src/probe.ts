@@ -20,11 +20,22 @@ export interface ProbeConfig {
 
 export const DEFAULT_PROBE_CONFIG: ProbeConfig = { canaryTimeoutMs: defaults.DEFAULT_CANARY_TIMEOUT_MS };
 
-export type ProbePlan = { action: 'probe'; canaryTimeoutMs: number; reason: string } | { action: 'skip'; reason: string };
+export type ProbePlan =
+  | { action: 'probe'; canaryTimeoutMs: number; reason: string }
+  | { action: 'seen'; finding: ProbeFinding; reason: string }
+  | { action: 'skip'; reason: string };
 
-/** Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. */
-export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG): ProbePlan {
+/**
+ * Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. A suspect whose exec
+ * already reported the sandbox gone with the exit code it saw (failure 3: keep what was seen) is
+ * not polled again: that observation is the finding, so recovery makes no extra network call.
+ */
+export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG, outcome?: CommandOutcome): ProbePlan {
   if (!suspicion.suspect) return { action: 'skip', reason: `not suspect: ${suspicion.reason}` };
+  if (outcome?.kind === 'threw' && outcome.error === 'sandbox-gone' && outcome.observedExitCode !== undefined) {
+    const exitCode = outcome.observedExitCode;
+    return { action: 'seen', finding: { kind: 'polled', poll: { state: 'exited', exitCode } }, reason: `exec saw the sandbox exited(${exitCode}): no second poll` };
+  }
   return { action: 'probe', canaryTimeoutMs: config.canaryTimeoutMs, reason: `suspect (${suspicion.reason}): poll, then canary if live` };
 }
 

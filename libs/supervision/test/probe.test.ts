@@ -21,18 +21,27 @@ const ran = (exitCode: number, stdout: string, timedOut = false): CommandOutcome
 });
 
 describe('planProbe', () => {
+  it.each([0, 137, -1])('a seen exit code %i becomes the finding as is (0 stays 0)', (code) => {
+    const outcome: CommandOutcome = { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: code };
+    const plan = planProbe(suspectOf(outcome), DEFAULT_PROBE_CONFIG, outcome);
+    expect(plan).toMatchObject({ action: 'seen', finding: { kind: 'polled', poll: { state: 'exited', exitCode: code } } });
+  });
+
   it('defaults the canary deadline from contracts', () => {
     expect(DEFAULT_PROBE_CONFIG.canaryTimeoutMs).toBe(defaults.DEFAULT_CANARY_TIMEOUT_MS);
   });
 
-  it.each<[string, CommandOutcome, 'probe' | 'skip']>([
+  it.each<[string, CommandOutcome, 'probe' | 'skip' | 'seen']>([
     ['bare exit 1', ran(1, ''), 'probe'],
     ['hang', ran(137, '', true), 'probe'],
     ['threw', { kind: 'threw', error: 'other', message: 'x' }, 'probe'],
+    ['threw sandbox-gone, no code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x' }, 'probe'],
+    ['threw sandbox-gone with the code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: 137 }, 'seen'],
+    ['threw unavailable with a code is still probed', { kind: 'threw', error: 'provider-unavailable', message: 'x', observedExitCode: 137 }, 'probe'],
     ['exit 0', ran(0, ''), 'skip'],
     ['exit 1 with output', ran(1, 'err'), 'skip'],
   ])('%s → %s', (_name, outcome, action) => {
-    const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: 1234 });
+    const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: 1234 }, outcome);
     expect(plan.action).toBe(action);
     if (plan.action === 'probe') expect(plan.canaryTimeoutMs).toBe(1234);
     expect(plan.reason).toBeTruthy();
