@@ -113,7 +113,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   const fencedEarly = lease.fenceDecision();
   if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
   if (moved.takeover) {
-    const budget = evaluateCrashBudget(moved.crashSuspects, CRASHED_RUNS_BUDGET);
+    const budget = evaluateCrashBudget(moved, { crashedRunsBudget: CRASHED_RUNS_BUDGET });
     if (budget.action === 'fail') {
       const move = { to: 'failed' as const, attempt: context.attempt, slot: slot.id, sandboxId: handle.id, failedReason: 'infra' as const, message: budget.reason };
       return act(run, context, { kind: 'fail', move, error: budget.reason });
