@@ -69,7 +69,10 @@ else
   redis.call('HDEL', KEYS[1], 'runToken')
 end
 apply()
-return {'ok', to, takeover, tostring(redis.call('SCARD', KEYS[6]))}
+local suspects = redis.call('SCARD', KEYS[6])
+-- A finished card has no more takeovers to judge.
+if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
+return {'ok', to, takeover, tostring(suspects)}
 `;
 
 /**
