@@ -27,7 +27,8 @@ describe('RunLease on real Redis', () => {
     redis = quiet();
     queue = new Queue(lane, { connection: quiet(), prefix: QUEUE_PREFIX });
     worker = new Worker(lane, null, { connection: quiet(), prefix: QUEUE_PREFIX, autorun: false, lockDuration: LOCK_DURATION_MS });
-    for (const c of [queue, worker]) c.on('error', () => undefined);
+    queue.on('error', () => undefined);
+    worker.on('error', () => undefined);
   });
   afterAll(async () => {
     await worker?.close(true);
