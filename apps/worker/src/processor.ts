@@ -60,7 +60,9 @@ export function createProcessor(deps: ProcessorDeps) {
     const log = baseLog.child({ cardId: card.id });
     const record = (await store.get(card.id)) ?? (await store.create(card)).record;
     if (isTerminalCardState(record.state)) {
-      // Cancelled while it was being handed over; never run a finished card again.
+      // Never run a finished card again. A done card's job is one whose run recorded done but lost
+      // its lock before BullMQ heard: complete it, so the queue agrees with the card.
+      if (record.state === 'done') return record.result ?? null;
       throw new UnrecoverableError(`card ${card.id} is already ${record.state}`);
     }
     // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
@@ -96,7 +98,7 @@ export function createProcessor(deps: ProcessorDeps) {
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease, log } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
-  if (!(await lease.start())) return act(run, context, { kind: 'discard', reason: lease.decision?.reason ?? 'lock lost' });
+  if (!(await lease.start())) return act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
 
   const ready = await slot.ready();
   if (controller.signal.aborted) return act(run, context, decide(run, context, stoppedOutcome(controller, 'sandbox start')));
@@ -108,8 +110,11 @@ async function runInSlot(run: Run): Promise<unknown> {
   const moved = await deps.store.transition(card, { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` }, run.writer);
   if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
   log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
+  // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
+  const fencedEarly = lease.fenceDecision();
+  if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
   if (moved.takeover) {
-    const budget = evaluateCrashBudget(moved.crashSuspects, CRASHED_RUNS_BUDGET);
+    const budget = evaluateCrashBudget(moved, { crashedRunsBudget: CRASHED_RUNS_BUDGET });
     if (budget.action === 'fail') {
       const move = { to: 'failed' as const, attempt: context.attempt, slot: slot.id, sandboxId: handle.id, failedReason: 'infra' as const, message: budget.reason };
       return act(run, context, { kind: 'fail', move, error: budget.reason });
@@ -123,7 +128,8 @@ async function runInSlot(run: Run): Promise<unknown> {
   );
   sink.flush();
   let outcome: CardOutcome;
-  if (lease.decision) outcome = { kind: 'fenced', reason: lease.decision.reason };
+  const fenced = lease.fenceDecision();
+  if (fenced) outcome = { kind: 'fenced', reason: fenced.reason };
   else if (result.kind === 'cancelled') outcome = stoppedOutcome(controller, result.step);
   else if (result.kind === 'provider-outage') {
     const b = (await deps.breaker.failure(result.message)).snapshot;
@@ -146,22 +152,25 @@ function decide(run: Run, context: RunContext, outcome: CardOutcome): CardAction
 async function act(run: Run, context: RunContext, action: CardAction): Promise<unknown> {
   const { deps, job, card, slot, lease, log, writer } = run;
   // Fenced after the decision: the lock may be someone else's by now.
-  if (action.kind !== 'discard' && lease.decision) action = { kind: 'discard', reason: lease.decision.reason };
-  if (action.kind === 'discard') {
-    log.warn({ event: 'card.discarded', reason: action.reason, sandboxId: context.sandboxId }, 'card.discarded');
-    // Says the run lost its lock alive, so the takeover that follows spends no crash budget.
+  const fenced = lease.fenceDecision();
+  if (action.kind !== 'discard' && fenced) action = { kind: 'discard', reason: fenced.reason };
+  const discard = (reason: string): never => {
+    log.warn({ event: 'card.discarded', reason, sandboxId: context.sandboxId }, 'card.discarded');
+    // Says the run lost its card alive, so the takeover that follows spends no crash budget.
     void bestEffort('mark fenced', () => deps.store.markFenced(card.id, writer.token), warnTo(log));
     // No card move and no BullMQ move: the job's lock lapses and BullMQ hands it on.
     throw new DelayedError();
-  }
+  };
+  if (action.kind === 'discard') return discard(action.reason);
   const moved = await deps.store.transition(card, action.move, writer);
   const markDead = () => {
     if ('markDead' in action && action.markDead) slot.markDead(action.markDead.observedExitCode, action.markDead.message);
   };
   if (!moved.ok) {
-    // Refused and logged by the store (card.stale-write): this run no longer owns the card.
+    // Refused (and logged by the store as card.stale-write): this run no longer owns the card.
+    // What it saw of the sandbox still holds, though.
     markDead();
-    throw new DelayedError();
+    return discard(`the card would not move to ${action.move.to} (${moved.refusal})`);
   }
   log.info({ event: `card.${action.move.to}`, sandboxId: context.sandboxId }, `card.${action.move.to}`);
   switch (action.kind) {

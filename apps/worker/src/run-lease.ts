@@ -43,7 +43,8 @@ export class RunLease {
     this.confirmed = new Promise((resolve) => (this.resolveConfirmed = resolve));
   }
 
-  get decision(): FenceDecision | undefined {
+  /** Why the run was fenced, once it has been (a method: it changes under any await). */
+  fenceDecision(): FenceDecision | undefined {
     return this.fence;
   }
 

@@ -9,6 +9,6 @@ describe('evaluateCrashBudget', () => {
     [1, 0, 'fail'],
     [0, 0, 'run'],
   ] as const)('%i vanished runs, budget %i → %s', (suspects, budget, action) => {
-    expect(evaluateCrashBudget(suspects, budget).action).toBe(action);
+    expect(evaluateCrashBudget({ crashSuspects: suspects }, { crashedRunsBudget: budget }).action).toBe(action);
   });
 });

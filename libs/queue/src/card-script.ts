@@ -21,9 +21,10 @@ declare module 'ioredis' {
  *       7 fields to delete (JSON array), 8 history entry (JSON), 9 event (JSON), 10 blocked score,
  *       11 event stream max length, 12 card id
  *
- * A run's token must be the value of BullMQ's lock on the job: that is the fence. A run whose
- * lock expired (Redis away longer than the lock, a partition) can no longer write, even when no
- * other run has taken the card yet. Out of `running`, the token must also be the card's run.
+ * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
+ * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
+ * even when no other run has taken the card yet, and its write is stale even where the move
+ * itself is no longer legal (a late done after another run's done). Out of `running`, the token must also be the card's run.
  * Moving into `running` over another run's token is a takeover; the old token becomes a crash
  * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
  */
@@ -47,13 +48,14 @@ if mode == 'create' then
 end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'not-found', ''} end
+local writer, token = ARGV[4], ARGV[5]
+-- A run without the lock is stale whatever it asks for (even a move the card could not make any more).
+if writer == 'run' and redis.call('GET', KEYS[5]) ~= token then return {'stale', state} end
 local legal = false
 for s in string.gmatch(ARGV[3], '[^,]+') do if s == state then legal = true end end
 if not legal then return {'illegal', state} end
-local writer, token = ARGV[4], ARGV[5]
 local current = redis.call('HGET', KEYS[1], 'runToken') or ''
 if writer == 'run' then
-  if redis.call('GET', KEYS[5]) ~= token then return {'stale', state} end
   if state == 'running' and to ~= 'running' and current ~= token then return {'stale', state} end
 elseif state == 'running' then
   if writer ~= 'board-if-run' or current ~= token then return {'stale', state} end
@@ -69,7 +71,10 @@ else
   redis.call('HDEL', KEYS[1], 'runToken')
 end
 apply()
-return {'ok', to, takeover, tostring(redis.call('SCARD', KEYS[6]))}
+local suspects = redis.call('SCARD', KEYS[6])
+-- A finished card has no more takeovers to judge.
+if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
+return {'ok', to, takeover, tostring(suspects)}
 `;
 
 /**

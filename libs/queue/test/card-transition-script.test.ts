@@ -76,14 +76,19 @@ describe('card transition script on real Redis', () => {
       terminal === 'done' ? done('sb') : terminal === 'failed' ? { to: 'failed', attempt: 1, failedReason: 'command-failed' } : { to: 'cancelled', attempt: 1 };
     expect((await store.transition(card, end, writer)).ok).toBe(true);
     const before = await snapshot(card);
-    const attempts: Array<[CardMove, CardWriter]> = [
-      [running('sb2'), await lockAs(card, 'tok2')],
-      [{ to: 'queued', attempt: 1, event: 'card.redriven' }, board],
-      [{ to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', retryAt: Date.now() }, writer],
-      [done('sb'), writer],
-      [{ to: 'cancelled', attempt: 1 }, board],
+    // Writers that hold the job's lock (or need none): the move itself is what is refused.
+    const attempts: Array<[CardMove, string | undefined]> = [
+      [running('sb2'), 'tok2'],
+      [{ to: 'queued', attempt: 1, event: 'card.redriven' }, undefined],
+      [{ to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', retryAt: Date.now() }, 'tok'],
+      [done('sb'), 'tok'],
+      [{ to: 'cancelled', attempt: 1 }, undefined],
     ];
-    for (const [move, w] of attempts) expect(await store.transition(card, move, w)).toEqual({ ok: false, refusal: 'illegal', state: terminal });
+    for (const [move, token] of attempts) {
+      const w = token === undefined ? board : await lockAs(card, token);
+      expect(await store.transition(card, move, w)).toEqual({ ok: false, refusal: 'illegal', state: terminal });
+    }
+    await redis.del(keys.jobLock(card.lane, card.id));
     expect(await snapshot(card)).toEqual(before);
   });
 
@@ -107,6 +112,21 @@ describe('card transition script on real Redis', () => {
     const record = (await store.get(card.id))!;
     expect(record.history.map((h) => h.state)).toEqual(['queued', 'running', 'running', 'done']);
     expect(record.sandboxId).toBe('sb-b');
+  });
+
+  it("a cut-off run's late done after another run's done is a stale write, not merely an illegal one", async () => {
+    const card = newCard();
+    await store.create(card);
+    const first = await lockAs(card, 'run-a');
+    await store.transition(card, running('sb-a'), first);
+    const second = await lockAs(card, 'run-b');
+    await store.transition(card, running('sb-b'), second);
+    await store.transition(card, done('sb-b'), second);
+    await redis.del(keys.jobLock(card.lane, card.id));
+    const before = await snapshot(card);
+    expect(await store.transition(card, done('sb-a'), first)).toEqual({ ok: false, refusal: 'stale', state: 'done' });
+    expect(await snapshot(card)).toEqual(before);
+    expect(staleLogs()).toEqual([expect.objectContaining({ cardId: card.id, sandboxId: 'sb-a', state: 'done', to: 'done' })]);
   });
 
   it('a run whose lock expired cannot write, even when no other run took the card yet', async () => {

@@ -151,6 +151,20 @@ describe('LaneQueues on real Redis', () => {
     expect((await store.get(c.id))!.state).toBe('running');
   });
 
+  it('cancel of a card left running by a vanished run (its job waiting again) cancels it as that run', async () => {
+    const { queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb-gone' }, await runAs(c, 'gone'));
+    // The lock lapsed with its worker; the stalled check put the job back to waiting.
+    await redis.del(keys.jobLock(c.lane, c.id));
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+
+    expect(await queues.cancel(c.id)).toEqual({ ok: true, state: 'cancelled' });
+    expect(await queue.getJob(c.id)).toBeUndefined();
+    expect((await store.get(c.id))!.history.map((h) => h.state)).toEqual(['queued', 'running', 'cancelled']);
+  });
+
   it('redrive promotes a delayed job to waiting and records the card queued with card.redriven', async () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
