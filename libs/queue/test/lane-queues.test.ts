@@ -245,9 +245,24 @@ describe('LaneQueues on real Redis', () => {
     const job = (await worker.getNextJob('test-token'))!;
     await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, { kind: 'run', token: 'test-token' });
 
+    // Watch the states unblock itself reads, so the hand-over happens only after it has seen the job active.
+    const seen: string[] = [];
+    const fetch = queues.job.bind(queues);
+    queues.job = async (cardId, laneName) => {
+      const found = await fetch(cardId, laneName);
+      if (found) {
+        const read = found.getState.bind(found);
+        found.getState = async () => {
+          const state = await read();
+          seen.push(state);
+          return state;
+        };
+      }
+      return found;
+    };
     const unblocking = queues.unblock(c.id);
     // The worker finishes its hand-over while unblock is waiting for it.
-    await waitFor('unblock to be polling the active job', async () => (await job.getState()) === 'active');
+    await waitFor('unblock to have seen the job still active', () => seen.includes('active'));
     await job.moveToDelayed(Date.now() + 60_000, 'test-token');
     expect(await unblocking).toEqual({ ok: true, state: 'queued' });
     expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
