@@ -9,7 +9,10 @@ describe('auth and the event stream', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    t = await startTestStack(redis.url, [{ name: 'auth-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] }], { tokens: [token, 'second-token'] });
+    t = await startTestStack(redis.url, [
+      { name: 'auth-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+      { name: 'other-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+    ], { tokens: [token, 'second-token'] });
   });
   afterAll(async () => {
     await t?.stop();
@@ -43,12 +46,11 @@ describe('auth and the event stream', () => {
     expect((await anon.request('GET', '/admin/queues', undefined, { authorization: wrongBasic })).status).toBe(401);
   });
 
-  it('streams card events over SSE', async () => {
+  /** Opens the event stream and collects each event (id, type, data) until `close()`. */
+  async function openStream(query: string, headers: Record<string, string> = {}) {
     const controller = new AbortController();
-    const res = await fetch(`${t.stack.url}/v1/events?lane=auth-lane`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const seen: string[] = [];
+    const res = await fetch(`${t.stack.url}/v1/events${query}`, { headers: { authorization: `Bearer ${token}`, ...headers }, signal: controller.signal });
+    const events: Array<{ id: string; type: string; cardId?: string; lane?: string }> = [];
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     const pump = (async () => {
@@ -56,15 +58,71 @@ describe('auth and the event stream', () => {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
-        buf += decoder.decode(value);
-        for (const m of buf.matchAll(/^event: (.+)$/gm)) if (!seen.includes(m[1]!)) seen.push(m[1]!);
+        buf += decoder.decode(value, { stream: true });
+        let end: number;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          const id = /^id: (.+)$/m.exec(block)?.[1];
+          const type = /^event: (.+)$/m.exec(block)?.[1];
+          const data = /^data: (.+)$/m.exec(block)?.[1];
+          if (id && type && data) events.push({ id, type, ...(JSON.parse(data) as { cardId?: string; lane?: string }) });
+        }
       }
     })().catch(() => undefined);
+    return {
+      res,
+      events,
+      async close() {
+        controller.abort();
+        await pump;
+      },
+    };
+  }
+
+  it('streams card events over SSE, only those of the ?lane= asked for', async () => {
+    const stream = await openStream('?lane=auth-lane');
+    expect(stream.res.status).toBe(200);
+    expect(stream.res.headers.get('content-type')).toContain('text/event-stream');
     const api = apiClient(t.stack.url!, token);
+    // The other lane's card runs first, so its events are in the stream before the ones awaited below.
+    await api.request('POST', '/v1/cards', { id: 'sse-other', lane: 'other-lane', title: 'not asked for' });
+    await api.waitCard('sse-other', 'done', (c) => c.state === 'done');
     await api.request('POST', '/v1/cards', { id: 'sse-1', lane: 'auth-lane', title: 'streamed' });
-    await waitFor('card.done over SSE', () => seen.includes('card.done'));
-    expect(seen).toEqual(expect.arrayContaining(['card.queued', 'card.running', 'card.done']));
-    controller.abort();
-    await pump;
+    await waitFor('card.done of sse-1 over SSE', () => stream.events.some((e) => e.type === 'card.done' && e.cardId === 'sse-1'));
+    await stream.close();
+    expect(stream.events.filter((e) => e.cardId === 'sse-1').map((e) => e.type)).toEqual(expect.arrayContaining(['card.queued', 'card.running', 'card.done']));
+    expect(stream.events.filter((e) => e.lane !== 'auth-lane')).toEqual([]);
+
+    // The unfiltered stream did carry the other lane's events: the filter is what kept them out.
+    const all = await openStream('?since=0-0');
+    await waitFor('card.done of sse-other in the unfiltered stream', () => all.events.some((e) => e.type === 'card.done' && e.cardId === 'sse-other'));
+    await all.close();
+  });
+
+  it('resumes after Last-Event-ID, and after ?since=, with nothing before it', async () => {
+    const api = apiClient(t.stack.url!, token);
+    await api.request('POST', '/v1/cards', { id: 'sse-resume', lane: 'auth-lane', title: 'resumed' });
+    await api.waitCard('sse-resume', 'done', (c) => c.state === 'done');
+    // Everything so far, from the start of the log.
+    const full = await openStream('?since=0-0&lane=auth-lane');
+    await waitFor('card.done of sse-resume from the start', () => full.events.some((e) => e.type === 'card.done' && e.cardId === 'sse-resume'));
+    await full.close();
+    const mine = full.events.filter((e) => e.cardId === 'sse-resume');
+    const queued = mine.find((e) => e.type === 'card.queued')!;
+    expect(queued).toBeDefined();
+    const expected = full.events.slice(full.events.indexOf(queued) + 1).map((e) => e.id);
+    expect(expected.length).toBeGreaterThan(0);
+
+    for (const [query, headers] of [
+      ['?lane=auth-lane', { 'last-event-id': queued.id }],
+      [`?lane=auth-lane&since=${queued.id}`, {}],
+    ] as const) {
+      const resumed = await openStream(query, headers);
+      await waitFor(`the resumed stream (${query}) to catch up`, () => resumed.events.length >= expected.length);
+      await resumed.close();
+      expect(resumed.events.map((e) => e.id).slice(0, expected.length)).toEqual(expected);
+      expect(resumed.events.map((e) => e.id)).not.toContain(queued.id);
+    }
   });
 });
