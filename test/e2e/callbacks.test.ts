@@ -7,6 +7,8 @@ import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } f
 
 interface Received {
   path: string;
+  /** The status the board answered with. */
+  status: number;
   event: string;
   signature: string | undefined;
   raw: string;
@@ -15,7 +17,7 @@ interface Received {
 
 const SECRET = 'callback-secret-for-tests';
 
-/** A board on loopback: records every callback; `/flaky` answers 503 twice before accepting. */
+/** A board on loopback: records every callback; `/flaky` answers 503 twice before accepting, `/gone` always 410. */
 function board(): Promise<{ server: Server; url: string; received: Received[] }> {
   const received: Received[] = [];
   let flakyCalls = 0;
@@ -26,9 +28,9 @@ function board(): Promise<{ server: Server; url: string; received: Received[] }>
   });
   const server = createServer((req, res) => {
     void read(req).then((raw) => {
-      received.push({ path: req.url ?? '', event: String(req.headers['x-lanes-event']), signature: req.headers['x-lanes-signature'] as string | undefined, raw, body: JSON.parse(raw) });
       if (req.url === '/flaky' && ++flakyCalls <= 2) res.statusCode = 503;
       if (req.url === '/gone') res.statusCode = 410;
+      received.push({ path: req.url ?? '', status: res.statusCode, event: String(req.headers['x-lanes-event']), signature: req.headers['x-lanes-signature'] as string | undefined, raw, body: JSON.parse(raw) });
       res.end();
     });
   });
@@ -44,7 +46,8 @@ describe('card callbacks', () => {
     redis = await startRedis();
     b = await board();
     t = await startTestStack(redis.url, [{ name: 'cb', slots: 1, agent: [process.execPath, DEMO_AGENT], attempts: 1 }], {
-      callbacks: { secret: SECRET, retry: { maxAttempts: 3, baseDelayMs: 50 } },
+      // Five tries: a delivery that stops at the third is the board's 200, not the retry limit.
+      callbacks: { secret: SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 } },
     });
   });
   afterAll(async () => {
@@ -65,11 +68,29 @@ describe('card callbacks', () => {
     expect(b.received.filter((r) => r.body.card.id === 'cb-1')).toHaveLength(1);
   });
 
+  /** The dispatcher delivers one event at a time, so a later card's callback means the earlier delivery has ended. */
+  async function afterDeliveriesSettle(marker: string) {
+    await t.api.request('POST', '/v1/cards', { id: marker, lane: 'cb', title: 'marker', callbackUrl: `${b.url}/hook` });
+    await waitFor(`the ${marker} callback`, () => b.received.find((r) => r.body.card.id === marker));
+  }
+
   it('retries a board that is briefly down, and delivers once it answers', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'cb-2', lane: 'cb', title: 'flaky board', callbackUrl: `${b.url}/flaky`, metadata: { fail: 'on purpose' } });
     await t.api.waitCard('cb-2', 'failed', (c) => c.state === 'failed');
-    await waitFor('three tries', () => b.received.filter((r) => r.body.card.id === 'cb-2').length === 3);
-    expect(b.received.filter((r) => r.body.card.id === 'cb-2').every((r) => r.event === 'card.failed')).toBe(true);
+    await waitFor('the accepted delivery', () => b.received.some((r) => r.body.card.id === 'cb-2' && r.status === 200));
+    await afterDeliveriesSettle('cb-2-marker');
+    const tries = b.received.filter((r) => r.body.card.id === 'cb-2');
+    // Two refusals, then the delivery the board accepted, and nothing after it.
+    expect(tries.map((r) => r.status)).toEqual([503, 503, 200]);
+    expect(tries.every((r) => r.event === 'card.failed')).toBe(true);
+  });
+
+  it('gives up at once on a board that answers 410 Gone', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'cb-gone', lane: 'cb', title: 'gone board', callbackUrl: `${b.url}/gone` });
+    await t.api.waitCard('cb-gone', 'done', (c) => c.state === 'done');
+    await waitFor('the refused delivery', () => b.received.some((r) => r.body.card.id === 'cb-gone'));
+    await afterDeliveriesSettle('cb-gone-marker');
+    expect(b.received.filter((r) => r.body.card.id === 'cb-gone').map((r) => r.status)).toEqual([410]);
   });
 
   it('tells the board when its card waits for a human, and sends nothing for cards without a callbackUrl', async () => {
