@@ -5,11 +5,12 @@ export const WAIT_INTERVAL_MS = 20;
 /**
  * Polls `probe` until it returns a truthy value and returns it, or fails after `timeoutMs` naming
  * what it waited for (and the last value or error). Tests wait on conditions this way, never on bare sleeps.
+ * An error for which `abortOn` answers true ends the wait at once: the condition can no longer come true.
  */
 export async function waitFor<T>(
   what: string,
   probe: () => T | Promise<T>,
-  { timeoutMs = WAIT_TIMEOUT_MS, intervalMs = WAIT_INTERVAL_MS }: { timeoutMs?: number; intervalMs?: number } = {},
+  { timeoutMs = WAIT_TIMEOUT_MS, intervalMs = WAIT_INTERVAL_MS, abortOn }: { timeoutMs?: number; intervalMs?: number; abortOn?: (err: unknown) => boolean } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -19,6 +20,7 @@ export async function waitFor<T>(
       if (value) return value as NonNullable<T>;
       last = value;
     } catch (err) {
+      if (abortOn?.(err)) throw err;
       last = err;
     }
     if (Date.now() > deadline) {
