@@ -23,6 +23,8 @@ export interface CallbackDeps {
   secret?: string;
   retry?: CallbackRetryConfig;
   timeoutMs?: number;
+  /** How long another consumer's entry must sit unacknowledged before it is taken over (CALLBACK_CLAIM_IDLE_MS). */
+  claimIdleMs?: number;
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -71,7 +73,7 @@ export class CallbackDispatcher {
   /** Entries left pending by a dead supervisor first, then new ones. */
   private async next(): Promise<Array<[string, LaneEvent | undefined]>> {
     const { redis, consumer } = this.deps;
-    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [string, Array<[string, string[]] | null>];
+    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, this.deps.claimIdleMs ?? CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [string, Array<[string, string[]] | null>];
     let entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null);
     if (entries.length === 0) {
       const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', READ_BLOCK_MS, 'STREAMS', keys.events(), '>')) as Array<[string, Array<[string, string[]]>]> | null;
