@@ -65,6 +65,14 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     expect(server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore).toBe(1);
   });
 
+  it('a router connection dropped mid-card: the SDK resumes and the card reaches done in the same sandbox', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'm-8', lane: 'modal-lane', title: 'dropped', metadata: { sleepMs: 1_500 } });
+    const running = await t.api.waitCard('m-8', 'running', (c) => c.state === 'running');
+    await waitFor('a router connection to drop', () => server.dropRouterConnections() > 0);
+    const done = await t.api.waitCard('m-8', 'done', (c) => c.state === 'done');
+    expect(done).toMatchObject({ sandboxId: running.sandboxId, attempts: 1 });
+  });
+
   it('the control plane answers UNAVAILABLE for 20 s while a slot needs a new sandbox: breaker opens, cards wait, all reach done, the outage clears', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-5', lane: 'modal-lane', title: 'dies', metadata: { sleepMs: 3_000 } });
     const running = await t.api.waitCard('m-5', 'running', (c) => c.state === 'running');
