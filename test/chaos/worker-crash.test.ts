@@ -7,7 +7,8 @@ import { sandboxMembers } from '@lanes/sandbox';
 import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const LOCK_DURATION_MS = 1_500;
-const lane = { name: 'crash', slots: 1, agent: [process.execPath, DEMO_AGENT] };
+// A short kill grace keeps the fence margin (the whole kill escalation) inside the short lock.
+const lane = { name: 'crash', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 100 };
 
 /** A worker SIGKILLed mid-card: BullMQ's stalled check hands the card to another worker; it completes once. */
 describe('chaos: worker kill -9 mid-card', () => {

@@ -241,6 +241,23 @@ describe('supervision end to end: dead, not down', () => {
     }
   });
 
+  it('a lane whose files[].from is missing is misconfigured: the card waits needs-human naming the key, the breaker never hears of it', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'lanes-misconfigured-'));
+    try {
+      const { api } = await start({ name: 'misconf', slots: 1, agent, files: [{ from: './no-such-dir', to: 'skills' }], respawn: fastRespawn }, false, base);
+      await api.request('POST', '/v1/cards', { id: 'mc-1', lane: 'misconf', title: 'needs a fixed lane' });
+      const blocked = await api.waitCard('mc-1', 'blocked', (c) => c.state === 'blocked', 20_000);
+      expect(blocked.blockedReason).toBe('needs-human');
+      expect(blocked.blockedMessage).toContain('files.0.from');
+      expect(blocked.attempts).toBe(1);
+      expectNoOutage(blocked);
+      const lane = (await api.lanes())[0]!;
+      expect(lane.breaker).toMatchObject({ state: 'closed', failures: 0 });
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+
   it('a sandbox that dies on every run of a card fails it with reason infra after its budget; the slot keeps serving', async () => {
     const { api } = await start({ name: 'doom', slots: 1, agent, infraRetries: 2, respawn: fastRespawn }, true);
     faulty!.setPlan({ dieAfterCommands: 1, targetCards: ['doomed'] });

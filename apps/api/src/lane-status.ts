@@ -1,22 +1,24 @@
 import type { LaneConfig, LaneStatus } from '@lanes/contracts';
 import type { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
-import { desiredSlots } from '@lanes/supervision';
+import { desiredSlots, livenessOf } from '@lanes/supervision';
 
 export interface LaneStatusDeps {
   queues: LaneQueues;
   store: CardStore;
   fleet: FleetStore;
   lanes: readonly LaneConfig[];
-  now: () => number;
-  heartbeatTimeoutMs: number;
 }
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
 
-/** Per lane: queue counts, blocked counts by reason, slots of live workers, breaker, desired slots, outage. */
+/**
+ * Per lane: queue counts, blocked counts by reason, slots of workers not known to be gone, breaker,
+ * desired slots, outage. The API cannot watch beats over time, so it reads the supervisor's
+ * published liveness verdicts; a worker without one (no supervisor yet, or it stopped) is unknown
+ * and its slots stay listed: unknown never reads as gone.
+ */
 export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> {
-  const heartbeats = await deps.fleet.heartbeats();
-  const fresh = (worker: string) => (heartbeats[worker] ?? 0) >= deps.now() - deps.heartbeatTimeoutMs;
+  const verdicts = await deps.fleet.liveness();
   return Promise.all(
     deps.lanes.map(async (lane) => {
       const queue = deps.queues.queue(lane.name)!;
@@ -29,7 +31,9 @@ export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> 
       ]);
       const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length };
       for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
-      const live = slots.filter((s) => fresh(s.worker));
+      const live = slots
+        .map((s) => ({ ...s, workerLiveness: livenessOf(verdicts, s.worker) }))
+        .filter((s) => s.workerLiveness !== 'gone');
       const desired = desiredSlots(
         {
           waiting: (jobCounts.waiting ?? 0) + (jobCounts.prioritized ?? 0),

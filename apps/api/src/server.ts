@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { CardValidationError, defaults, type ErrorBody, type LaneConfig } from '@lanes/contracts';
+import { CardValidationError, type ErrorBody, type LaneConfig } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError } from './api-error.js';
 import { createAuthHook } from './auth.js';
@@ -22,7 +22,6 @@ export interface ApiOptions {
   tokens?: readonly string[];
   now?: () => number;
   newId?: () => string;
-  heartbeatTimeoutMs?: number;
 }
 
 export interface ApiServer {
@@ -40,7 +39,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
   const events = new EventLog(redis);
-  const store = new CardStore({ redis, events, now });
+  const store = new CardStore({ redis, now, log: options.log });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const app = Fastify({
@@ -65,7 +64,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
   app.addHook('onRequest', createAuthHook(options.tokens ?? []));
 
-  const statusDeps = { queues, store, fleet, lanes, now, heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS };
+  const statusDeps = { queues, store, fleet, lanes };
   const metrics = createMetrics(statusDeps);
   healthRoutes(app, { redis });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}) });

@@ -66,7 +66,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
-        ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
       });
       const host = options.host ?? '127.0.0.1';
       await stack.api.app.listen({ port: options.port ?? 0, host });
@@ -95,6 +94,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         providers: options.providers,
         ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
         ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+        ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
         callbacks: options.callbacks ?? {},
       });
       await stack.supervisor.start();

@@ -2,12 +2,24 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { defaults, type LaneConfig, type Verdict } from '@lanes/contracts';
+import { performance } from 'node:perf_hooks';
+import { defaults, type LaneConfig, type LivenessVerdict } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackRetryConfig } from './callback-policy.js';
-import { evaluateFleet, evaluateOrphans, evaluateWorkerRecords, selectRedrive, type ListedSandbox, type SlotVerdict } from '@lanes/supervision';
+import {
+  LivenessTracker,
+  evaluateFleet,
+  evaluateOrphans,
+  evaluateRedriveGate,
+  evaluateWorkerRecords,
+  selectRedrive,
+  slotVerdictsOf,
+  verdictsByWorker,
+  type BeatObservation,
+  type ListedSandbox,
+} from '@lanes/supervision';
 
 /** One sweep per heartbeat: an orphan is reaped within two heartbeat periods of its owner's last beat. */
 export const DEFAULT_SWEEP_INTERVAL_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS / 2;
@@ -15,6 +27,11 @@ export const DEFAULT_SWEEP_INTERVAL_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS 
 export const FLEET_WINDOW_MS = 60_000;
 /** At most this many events of the window shape the health call. */
 const RECENT_EVENTS = 5_000;
+/**
+ * Published liveness verdicts live this many heartbeat timeouts: a dozen sweeps at the default
+ * cadence, so a slow sweep never lets them lapse, yet a stopped supervisor's verdicts soon read as unknown.
+ */
+const LIVENESS_TTL_TIMEOUTS = 3;
 
 export interface SupervisorOptions {
   redis: Redis;
@@ -24,7 +41,18 @@ export interface SupervisorOptions {
   providers: readonly SandboxProvider[];
   sweepIntervalMs?: number;
   heartbeatTimeoutMs?: number;
+  /**
+   * The workers' BullMQ lock duration (LANES_LOCK_DURATION_MS): a gone worker's sandboxes are reaped
+   * only after it has been silent for longer, when every run it had has fenced itself. Default
+   * BullMQ's 30 s.
+   */
+  lockDurationMs?: number;
+  /** Two successful beat reads further apart than this restart the watch. Default heartbeatTimeoutMs / 2. */
+  maxObservationGapMs?: number;
+  /** Wall clock, for event timestamps and the fleet window only. */
   now?: () => number;
+  /** This process's monotonic clock (ms), the only clock liveness is judged on. Default performance.now. */
+  monotonicNow?: () => number;
   /** Delivery of card callbacks; `secret` signs each body. Off when absent. */
   callbacks?: { secret?: string; retry?: CallbackRetryConfig };
 }
@@ -36,6 +64,9 @@ export interface SupervisorApp {
   stop(): Promise<void>;
 }
 
+/** BullMQ's own default lock, what workers use when LANES_LOCK_DURATION_MS is unset. */
+export const DEFAULT_BULLMQ_LOCK_DURATION_MS = 30_000;
+
 /** Fleet decisions across workers: orphan reaping by id, the outage call, and a re-drive sweep. */
 export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const now = options.now ?? Date.now;
@@ -45,11 +76,21 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
+  const monotonicNow = options.monotonicNow ?? (() => performance.now());
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.DEFAULT_HEARTBEAT_TIMEOUT_MS;
+  const liveness = new LivenessTracker({
+    heartbeatTimeoutMs,
+    // Half a timeout, as DEFAULT_LIVENESS_CONFIG explains, of whatever timeout this supervisor uses.
+    maxObservationGapMs: options.maxObservationGapMs ?? heartbeatTimeoutMs / 2,
+  });
+  let previousVerdicts: Record<string, LivenessVerdict> = {};
   const consumer = `supervisor-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const callbacks = options.callbacks
+  const callbackConnection = options.callbacks ? redis.duplicate() : undefined;
+  // Without a listener ioredis prints every failed reconnect of an outage as an unhandled error.
+  callbackConnection?.on('error', (err: Error) => log.warn({ err: err.message }, 'callback connection error'));
+  const callbacks = callbackConnection && options.callbacks
     ? new CallbackDispatcher({
-        redis: redis.duplicate(),
+        redis: callbackConnection,
         store,
         log,
         consumer,
@@ -61,7 +102,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   let sweeping: Promise<void> | undefined;
 
   /** Reaps orphans; returns every sandbox still listed, or undefined when a provider could not list (then nothing is forgotten). */
-  async function reapOrphans(heartbeats: Record<string, number>): Promise<ListedSandbox[] | undefined> {
+  async function reapOrphans(verdicts: Record<string, LivenessVerdict>): Promise<ListedSandbox[] | undefined> {
     const remaining: ListedSandbox[] = [];
     let complete = true;
     for (const provider of new Set(options.providers)) {
@@ -73,7 +114,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
         complete = false;
         continue;
       }
-      for (const d of evaluateOrphans(listed, heartbeats, heartbeatTimeoutMs, now())) {
+      for (const d of evaluateOrphans({ sandboxes: listed, liveness: verdicts }, { reapAfterSilenceMs: options.lockDurationMs ?? DEFAULT_BULLMQ_LOCK_DURATION_MS })) {
         const ref = listed.find((s) => s.id === d.id);
         if (d.action !== 'reap') {
           if (ref) remaining.push(ref);
@@ -101,8 +142,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   }
 
   /** Drops the records of workers that are gone and own nothing any more, so dead workers do not pile up. */
-  async function forgetGoneWorkers(heartbeats: Record<string, number>, remaining: ListedSandbox[]): Promise<void> {
-    for (const d of evaluateWorkerRecords(heartbeats, remaining, heartbeatTimeoutMs, now())) {
+  async function forgetGoneWorkers(verdicts: Record<string, LivenessVerdict>, remaining: ListedSandbox[]): Promise<void> {
+    for (const d of evaluateWorkerRecords({ sandboxes: remaining, liveness: verdicts })) {
       if (d.action !== 'forget') continue;
       for (const lane of lanes) await fleet.removeSlots(lane.name, d.worker);
       await fleet.forgetWorker(d.worker);
@@ -110,31 +151,16 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     }
   }
 
-  function verdictsOf(recent: StoredEvent[], lane: string): SlotVerdict[] {
-    const out: SlotVerdict[] = [];
-    for (const e of recent) {
-      if (e.lane !== lane || !e.slot) continue;
-      const at = Date.parse(e.at);
-      let verdict: Verdict | undefined;
-      if (e.type === 'sandbox.dead') verdict = 'sandbox-dead';
-      else if (e.type === 'card.blocked' && e.data?.blockedReason === 'provider-outage') verdict = 'provider-outage';
-      else if (e.type === 'sandbox.live' || e.type === 'sandbox.respawned' || e.type === 'card.done') verdict = 'ok';
-      if (verdict) out.push({ slot: e.slot, verdict, at });
-    }
-    return out;
-  }
-
-  async function laneSweep(lane: LaneConfig, heartbeats: Record<string, number>, recent: StoredEvent[]): Promise<void> {
+  async function laneSweep(lane: LaneConfig, verdicts: Record<string, LivenessVerdict>, recent: StoredEvent[]): Promise<void> {
     const breaker = await fleet.breaker(lane.name);
-    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: verdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
+    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
     const previous = await fleet.health(lane.name);
     await fleet.putHealth(lane.name, { status: health.status, reason: health.reason, at: new Date(now()).toISOString() });
     if (previous?.status !== health.status) log.info({ lane: lane.name, event: 'lane.health', status: health.status, reason: health.reason }, 'lane.health');
 
     // A card blocked by a worker that died before re-driving it: re-drive once any live slot of the lane exists.
-    const fresh = (w: string) => (heartbeats[w] ?? 0) >= now() - heartbeatTimeoutMs;
-    const liveSlot = (await fleet.slots(lane.name)).some((s) => fresh(s.worker) && s.sandbox?.state === 'live');
-    if (!liveSlot || breaker.state !== 'closed') return;
+    const gate = evaluateRedriveGate({ breaker: breaker.state, slots: await fleet.slots(lane.name), liveness: verdicts });
+    if (gate.action === 'hold') return;
     const blocked = await store.blocked(lane.name);
     const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), { type: 'sandbox-live', lane: lane.name });
     if (decision.action === 'none') return;
@@ -146,12 +172,36 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     }
   }
 
+  /** Reads the beats, folds them into the tracker on this host's monotonic clock, and judges every worker. */
+  async function judgeLiveness(): Promise<{ visible: boolean; verdicts: Record<string, LivenessVerdict> }> {
+    let observation: BeatObservation;
+    try {
+      observation = { ok: true, ...(await fleet.readBeats()) };
+    } catch (err) {
+      observation = { ok: false, reason: err instanceof Error ? err.message : String(err) };
+    }
+    // Read after the beats arrive: a read that hung across an outage must show as a gap.
+    const at = monotonicNow();
+    const visibility = liveness.observe(observation, at);
+    if (visibility?.event === 'liveness.redis-lost') log.warn({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    else if (visibility) log.info({ event: visibility.event, reason: visibility.reason }, visibility.event);
+    const verdicts = verdictsByWorker(liveness.verdicts(at));
+    for (const v of Object.values(verdicts)) {
+      if (v.liveness !== previousVerdicts[v.worker]?.liveness) log.info({ event: `worker.${v.liveness}`, worker: v.worker, reason: v.reason }, `worker.${v.liveness}`);
+    }
+    previousVerdicts = verdicts;
+    return { visible: observation.ok, verdicts };
+  }
+
   async function sweepOnce(): Promise<void> {
-    const heartbeats = await fleet.heartbeats();
-    const remaining = await reapOrphans(heartbeats);
-    if (remaining) await forgetGoneWorkers(heartbeats, remaining);
+    const { visible, verdicts } = await judgeLiveness();
+    // A sweep that could not read Redis is not evidence of anything: nothing is reaped or forgotten.
+    if (!visible) return;
+    await fleet.putLiveness(Object.values(verdicts), LIVENESS_TTL_TIMEOUTS * heartbeatTimeoutMs);
+    const remaining = await reapOrphans(verdicts);
+    if (remaining) await forgetGoneWorkers(verdicts, remaining);
     const recent = await events.since(now() - FLEET_WINDOW_MS, RECENT_EVENTS);
-    for (const lane of lanes) await laneSweep(lane, heartbeats, recent);
+    for (const lane of lanes) await laneSweep(lane, verdicts, recent);
   }
 
   const sweep = async () => {

@@ -5,6 +5,7 @@ import {
   INITIAL_BREAKER,
   breakerOnCanaryPassed,
   breakerOnFailure,
+  breakerOnTick,
   evaluateCreate,
   type BreakerSnapshot,
   type BreakerStep,
@@ -20,6 +21,12 @@ export interface LaneBreakerDeps {
   now: () => number;
   /** Called once the breaker closes, so provider-outage cards are re-driven. */
   onClosed: () => void;
+  /**
+   * Called when this process moved the breaker to half-open on its own schedule, so a live slot
+   * can run the one probe (its canary). Without it, a lane whose slots all stay live would never
+   * create, never probe, and read "outage" forever.
+   */
+  onHalfOpen?: () => void;
 }
 
 type Step = Pick<BreakerStep, 'snapshot' | 'transition' | 'reason'>;
@@ -32,6 +39,9 @@ type Step = Pick<BreakerStep, 'snapshot' | 'transition' | 'reason'>;
  */
 export class LaneBreaker {
   private last: BreakerSnapshot = INITIAL_BREAKER;
+  /** Fires at the open breaker's retry time: the breaker lives on its own schedule, not on creates. */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(private readonly deps: LaneBreakerDeps) {}
 
@@ -59,6 +69,30 @@ export class LaneBreaker {
     return this.apply((s, now) => breakerOnCanaryPassed(s, now));
   }
 
+  /** Time passing: an open breaker that is due half-opens (also run by the retry timer). */
+  tick(): Promise<Step> {
+    return this.apply((s, now) => breakerOnTick(s, this.config, now));
+  }
+
+  /** Stops the retry timer; the shared snapshot stays for the other workers. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  /** Arms the retry timer while the snapshot is open, so half-open comes on time even with no create. */
+  private schedule(snapshot: BreakerSnapshot): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    if (this.closed || snapshot.state !== 'open' || snapshot.retryAt === undefined) return;
+    const delayMs = Math.max(0, snapshot.retryAt - this.deps.now());
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.tick();
+    }, delayMs);
+    this.retryTimer.unref();
+  }
+
   private async apply<T extends Step>(decide: (s: BreakerSnapshot, now: number) => T, detail?: string): Promise<T> {
     const { cas, lane, log, now } = this.deps;
     let step: T;
@@ -72,6 +106,7 @@ export class LaneBreaker {
       step = decide(this.last, now());
     }
     this.last = step.snapshot;
+    this.schedule(step.snapshot);
     if (step.transition) this.announce(step, detail);
     return step;
   }
@@ -85,5 +120,6 @@ export class LaneBreaker {
       .append({ type, at: new Date(now()).toISOString(), lane: lane.name, data: { reason: step.reason, ...(retryAt ? { retryAt } : {}) } })
       .catch((err: unknown) => log.warn({ err }, 'event append failed'));
     if (step.transition === 'closed') this.deps.onClosed();
+    if (step.transition === 'half-open') this.deps.onHalfOpen?.();
   }
 }

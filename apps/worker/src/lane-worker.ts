@@ -7,12 +7,25 @@ import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import { LaneBreaker } from './lane-breaker.js';
+import { Terminator } from './terminator.js';
+import { assertLeaseFits } from './lease.js';
 import { createProcessor, type StopReason } from './processor.js';
+import type { RunLease } from './run-lease.js';
 import { Slot } from './slot.js';
 import { SlotPool } from './slot-pool.js';
 
-/** A stalled card (its worker died) is handed to another worker this many times before BullMQ fails it. */
-export const MAX_STALLED_COUNT = 5;
+/** BullMQ's default lock: a crashed worker's cards are handed on within about twice this. */
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+/**
+ * BullMQ's stalled check never fails a card. After Redis restarts from its AOF following an
+ * outage longer than the lock, every active card's lock has expired (Redis keeps expiry as
+ * absolute time), so each spends a stall; with a finite maxStalledCount, repeated outages would
+ * fail healthy cards. The budget that ends a card whose worker truly crashes again and again is
+ * ours instead: each takeover of a card left running counts the vanished run as a crash suspect,
+ * unless its worker said it fenced itself (lost its lock alive), and past CRASHED_RUNS_BUDGET
+ * suspects the card fails (see crash-budget.ts and the transition script).
+ */
+export const UNLIMITED_STALLS = Number.MAX_SAFE_INTEGER;
 
 export interface LaneWorkerDeps {
   lane: LaneConfig;
@@ -26,6 +39,8 @@ export interface LaneWorkerDeps {
   provider: SandboxProvider;
   log: Logger;
   now: () => number;
+  /** Monotonic clock for the run leases; `performance.now` in production. */
+  monotonicNow?: () => number;
   newNonce: () => string;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   filesBaseDir: string;
@@ -40,11 +55,15 @@ export interface LaneWorkerDeps {
 export class LaneWorker {
   readonly pool: SlotPool;
   readonly breaker: LaneBreaker;
+  readonly terminator: Terminator;
   private readonly running = new Map<string, AbortController>();
+  private readonly leases = new Map<string, RunLease>();
   private worker: Worker | undefined;
 
   constructor(private readonly deps: LaneWorkerDeps) {
     const { lane, log } = deps;
+    assertLeaseFits(lane.name, this.lockDurationMs, lane.killGraceMs);
+    this.terminator = new Terminator({ provider: deps.provider, log });
     this.breaker = new LaneBreaker({
       lane,
       cas: deps.cas,
@@ -52,6 +71,8 @@ export class LaneWorker {
       log,
       now: deps.now,
       onClosed: () => void this.redrive({ type: 'breaker-closed', lane: lane.name }),
+      // Half-open on its own schedule: an idle live slot runs the one probe now, not at the next beat.
+      onHalfOpen: () => void this.checkIdleSlots(),
     });
     const slots = Array.from({ length: lane.slots }, (_, i) => {
       const slotId = `${deps.workerId}-${lane.name}-${i}`;
@@ -60,6 +81,7 @@ export class LaneWorker {
         slotId,
         workerId: deps.workerId,
         provider: deps.provider,
+        terminator: this.terminator,
         breaker: this.breaker,
         events: deps.events,
         log: log.child({ slot: slotId }),
@@ -88,21 +110,33 @@ export class LaneWorker {
         breaker: this.breaker,
         log,
         now: this.deps.now,
+        monotonicNow: this.deps.monotonicNow ?? (() => performance.now()),
         newNonce: this.deps.newNonce,
+        lockDurationMs: this.lockDurationMs,
         running: this.running,
+        leases: this.leases,
       }),
       {
         connection: redis,
         prefix: QUEUE_PREFIX,
         concurrency: lane.slots,
-        maxStalledCount: MAX_STALLED_COUNT,
-        ...(this.deps.lockDurationMs ? { lockDuration: this.deps.lockDurationMs, stalledInterval: this.deps.lockDurationMs } : {}),
+        maxStalledCount: UNLIMITED_STALLS,
+        lockDuration: this.lockDurationMs,
+        stalledInterval: this.lockDurationMs,
       },
     );
     this.worker.on('error', (err) => log.error({ err }, 'bullmq worker error'));
+    // Fires once Redis answers again after the lock was lost; the lease fences the run at once.
+    this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const id of jobIds) this.leases.get(id)?.lost('lock-renewal-failed');
+    });
   }
 
-  stopCard(cardId: string, reason: StopReason): boolean {
+  private get lockDurationMs(): number {
+    return this.deps.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
+  }
+
+  stopCard(cardId: string, reason: Exclude<StopReason, 'fenced'>): boolean {
     const controller = this.running.get(cardId);
     if (!controller) return false;
     controller.abort(reason);
@@ -127,6 +161,9 @@ export class LaneWorker {
   }
 
   async checkIdleSlots(): Promise<void> {
+    // Reads the shared breaker (another worker may have opened it) and half-opens it when due.
+    await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
+    await this.terminator.retryPending();
     await Promise.all(this.pool.slots.map((s) => bestEffort('idle probe', () => s.checkIdle(), warnTo(this.deps.log))));
   }
 
@@ -136,6 +173,7 @@ export class LaneWorker {
 
   /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
   async stop(): Promise<void> {
+    this.breaker.close();
     // Stop fetching first, then hand the running cards back; close() resolves once they are.
     const closing = this.worker?.close();
     for (const controller of this.running.values()) controller.abort('shutdown' satisfies StopReason);

@@ -1,21 +1,20 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { isTerminalCardState, type Card, type CardRecord, type LaneConfig } from '@lanes/contracts';
-import type { CardStore, Transition } from '@lanes/queue';
-import { runCard, type RunOutcome } from '@lanes/runner';
-import { evaluateInfraRetry } from '@lanes/supervision';
+import { IllegalStateError, isTerminalCardState, type Card, type CardRecord, type LaneConfig } from '@lanes/contracts';
+import type { CardStore, CardWriter } from '@lanes/queue';
+import { runCard } from '@lanes/runner';
+import { bestEffort } from '@lanes/sandbox';
+import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
+import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
+import { decideCard, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
 import { jobLogSink } from './job-log.js';
 import type { LaneBreaker } from './lane-breaker.js';
+import { RunLease } from './run-lease.js';
 import type { Slot } from './slot.js';
 import type { SlotPool } from './slot-pool.js';
 
-/** A needs-human card waits as a delayed job until unblocked; a year is "until a person acts". */
-export const NEEDS_HUMAN_HOLD_MS = 365 * 24 * 3_600_000;
-/** Backstop for a sandbox-dead card: re-driven at once when a replacement is live, else when this passes. */
-export const SANDBOX_DEAD_BACKSTOP_MS = 30_000;
-
-export type StopReason = 'cancel' | 'shutdown';
+export type { StopReason } from './decide-card.js';
 
 export interface ProcessorDeps {
   lane: LaneConfig;
@@ -24,12 +23,29 @@ export interface ProcessorDeps {
   breaker: LaneBreaker;
   log: Logger;
   now: () => number;
+  monotonicNow: () => number;
   newNonce: () => string;
+  lockDurationMs: number;
   /** Running cards by id, so a cancel or a shutdown can stop them. */
   running: Map<string, AbortController>;
+  /** Leases by job id, so BullMQ's `lockRenewalFailed` reaches the run it concerns. */
+  leases: Map<string, RunLease>;
 }
 
-/** The BullMQ processor of one lane: validate, take a slot, run the card, and act on what the supervisor read. */
+/** One run of one card: what the shell steps share. */
+interface Run {
+  deps: ProcessorDeps;
+  job: Job;
+  writer: Extract<CardWriter, { kind: 'run' }>;
+  card: Card;
+  record: CardRecord;
+  slot: Slot;
+  controller: AbortController;
+  lease: RunLease;
+  log: Logger;
+}
+
+/** The BullMQ processor of one lane: validate, take a slot under a lease, run the card, act on the decision. */
 export function createProcessor(deps: ProcessorDeps) {
   return async function processCard(job: Job, token?: string): Promise<unknown> {
     const { lane, store, log: baseLog } = deps;
@@ -40,117 +56,140 @@ export function createProcessor(deps: ProcessorDeps) {
       baseLog.warn({ jobId: job.id, err: String(err), event: 'card.invalid' }, 'card.invalid');
       throw err;
     }
+    if (!token) throw new IllegalStateError(`BullMQ gave card ${card.id} no lock token`);
     const log = baseLog.child({ cardId: card.id });
     const record = (await store.get(card.id)) ?? (await store.create(card)).record;
     if (isTerminalCardState(record.state)) {
-      // Cancelled while it was being handed over; never run a finished card again.
+      // Never run a finished card again. A done card's job is one whose run recorded done but lost
+      // its lock before BullMQ heard: complete it, so the queue agrees with the card.
+      if (record.state === 'done') return record.result ?? null;
       throw new UnrecoverableError(`card ${card.id} is already ${record.state}`);
     }
     // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
     const controller = new AbortController();
     deps.running.set(card.id, controller);
     const slot = deps.pool.take(card.id);
+    const slotLog = log.child({ slot: slot.id });
+    const lease = new RunLease({
+      job,
+      token,
+      lockDurationMs: deps.lockDurationMs,
+      killGraceMs: lane.killGraceMs,
+      monotonicNow: deps.monotonicNow,
+      log: slotLog,
+      onFence: (decision) => {
+        slotLog.warn({ event: 'card.fenced', cause: decision.cause, reason: decision.reason, sandboxId: slot.handle?.id }, 'card.fenced');
+        // Kills the running command's process group (the sandbox survives); the result is discarded.
+        controller.abort('fenced' satisfies StopReason);
+      },
+    });
+    deps.leases.set(card.id, lease);
     try {
-      return await runInSlot(deps, job, token, card, record, slot, controller, log.child({ slot: slot.id }));
+      return await runInSlot({ deps, job, writer: { kind: 'run', token }, card, record, slot, controller, lease, log: slotLog });
     } finally {
+      lease.stop();
+      deps.leases.delete(card.id);
       deps.running.delete(card.id);
       deps.pool.release(slot);
     }
   };
 }
 
-async function runInSlot(
-  deps: ProcessorDeps,
-  job: Job,
-  token: string | undefined,
-  card: Card,
-  record: CardRecord,
-  slot: Slot,
-  controller: AbortController,
-  log: Logger,
-): Promise<unknown> {
-  const { lane, store, now } = deps;
-  const attempt = job.attemptsMade + 1;
-  const block = async (t: Omit<Transition, 'state' | 'attempt'> & { retryAt: number }): Promise<never> => {
-    await store.transition(card, { ...t, state: 'blocked', attempt, slot: slot.id });
-    await job.moveToDelayed(t.retryAt, token);
-    log.info({ event: 'card.blocked', blockedReason: t.blockedReason, retryAt: new Date(t.retryAt).toISOString() }, 'card.blocked');
-    throw new DelayedError();
-  };
-
-  const stopped = async (step: string): Promise<never> => {
-    if (controller.signal.reason === ('shutdown' satisfies StopReason)) {
-      await store.transition(card, { state: 'queued', attempt, slot: slot.id, message: 'handed back on shutdown' });
-      await job.moveToDelayed(now(), token);
-      throw new DelayedError();
-    }
-    await store.transition(card, { state: 'cancelled', attempt, slot: slot.id, message: `cancelled during ${step}` });
-    log.info({ event: 'card.cancelled' }, 'card.cancelled');
-    throw new UnrecoverableError('cancelled');
-  };
+async function runInSlot(run: Run): Promise<unknown> {
+  const { deps, job, card, slot, controller, lease, log } = run;
+  const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
+  if (!(await lease.start())) return act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
 
   const ready = await slot.ready();
-  if (controller.signal.aborted) return stopped('sandbox start');
-  if (ready.kind === 'wait') {
-    return block({ blockedReason: 'provider-outage', verdict: 'provider-outage', message: ready.reason, retryAt: ready.retryAt });
-  }
+  if (controller.signal.aborted) return act(run, context, decide(run, context, stoppedOutcome(controller, 'sandbox start')));
+  if (ready.kind === 'wait') return act(run, context, decide(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason }));
+  if (ready.kind === 'misconfigured') return act(run, context, decide(run, context, { kind: 'misconfigured', reason: ready.reason }));
   const handle = ready.handle;
-  await store.transition(card, { state: 'running', attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` });
-  log.info({ event: 'card.running', sandboxId: handle.id, attempt }, 'card.running');
+  context.sandboxId = handle.id;
+
+  const moved = await deps.store.transition(card, { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` }, run.writer);
+  if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
+  log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
+  // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
+  const fencedEarly = lease.fenceDecision();
+  if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
+  if (moved.takeover) {
+    const budget = evaluateCrashBudget(moved, { crashedRunsBudget: CRASHED_RUNS_BUDGET });
+    if (budget.action === 'fail') {
+      const move = { to: 'failed' as const, attempt: context.attempt, slot: slot.id, sandboxId: handle.id, failedReason: 'infra' as const, message: budget.reason };
+      return act(run, context, { kind: 'fail', move, error: budget.reason });
+    }
+  }
 
   const sink = jobLogSink(job);
-  const outcome: RunOutcome = await runCard(
-    { handle, newNonce: deps.newNonce, canaryTimeoutMs: lane.canaryTimeoutMs },
-    { card, lane, attempt, signal: controller.signal, onOutput: sink.onOutput },
+  const result = await runCard(
+    { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs },
+    { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput },
   );
   sink.flush();
-  const base = { sandboxId: handle.id, slot: slot.id };
+  let outcome: CardOutcome;
+  const fenced = lease.fenceDecision();
+  if (fenced) outcome = { kind: 'fenced', reason: fenced.reason };
+  else if (result.kind === 'cancelled') outcome = stoppedOutcome(controller, result.step);
+  else if (result.kind === 'provider-outage') {
+    const b = (await deps.breaker.failure(result.message)).snapshot;
+    outcome = { ...result, ...(b.state === 'open' && b.retryAt ? { breakerRetryAt: b.retryAt } : {}) };
+  } else outcome = result;
+  return act(run, context, decide(run, context, outcome));
+}
 
-  switch (outcome.kind) {
-    case 'done':
-      await store.transition(card, { ...base, state: 'done', attempt, verdict: 'ok', result: outcome.result, exitCode: 0 });
-      log.info({ event: 'card.done' }, 'card.done');
-      return outcome.result ?? null;
+function stoppedOutcome(controller: AbortController, step: string): CardOutcome {
+  const reason: unknown = controller.signal.reason;
+  if (reason === ('fenced' satisfies StopReason)) return { kind: 'fenced', reason: `fenced during ${step}` };
+  return { kind: 'stopped', reason: reason === ('shutdown' satisfies StopReason) ? 'shutdown' : 'cancel', step };
+}
 
-    case 'needs-human':
-      return block({ ...base, blockedReason: 'needs-human', exitCode: outcome.exitCode, message: outcome.reason, retryAt: now() + NEEDS_HUMAN_HOLD_MS });
+function decide(run: Run, context: RunContext, outcome: CardOutcome): CardAction {
+  return decideCard(outcome, run.record, run.deps.lane, run.deps.now(), context);
+}
 
-    case 'failed': {
-      const final = attempt >= (job.opts.attempts ?? 1);
-      const message = `attempt ${attempt} failed: ${outcome.message}`;
-      if (final) {
-        await store.transition(card, { ...base, state: 'failed', attempt, verdict: 'command-failed', failedReason: outcome.failedReason, exitCode: outcome.exitCode, message });
-        log.warn({ event: 'card.failed', reason: outcome.message }, 'card.failed');
-        throw new UnrecoverableError(message);
-      }
-      await store.transition(card, { ...base, state: 'queued', attempt, verdict: 'command-failed', exitCode: outcome.exitCode, message: `${message}; retrying` });
-      throw new Error(message);
-    }
-
-    case 'cancelled':
-      return stopped(outcome.step);
-
-    case 'sandbox-dead': {
-      const budget = evaluateInfraRetry({ infraRetries: record.infraRetries }, lane.infraRetries);
-      const diag = { ...base, verdict: 'sandbox-dead' as const, observedExitCode: outcome.observedExitCode };
-      if (budget.action === 'fail') {
-        await store.transition(card, { ...diag, state: 'failed', attempt, failedReason: 'infra', message: `${budget.reason}; last: ${outcome.message}` });
-        slot.markDead(outcome.observedExitCode, outcome.message);
-        log.warn({ event: 'card.failed', failedReason: 'infra' }, 'card.failed');
-        throw new UnrecoverableError(`infra retries exhausted: ${outcome.message}`);
-      }
-      const retryAt = now() + SANDBOX_DEAD_BACKSTOP_MS;
-      await store.transition(card, { ...diag, state: 'blocked', attempt, blockedReason: 'sandbox-dead', infraRetries: budget.infraRetries, message: outcome.message, retryAt });
-      await job.moveToDelayed(retryAt, token);
+/** Carries out the decision: one card move under the run token, then the matching BullMQ move. */
+async function act(run: Run, context: RunContext, action: CardAction): Promise<unknown> {
+  const { deps, job, card, slot, lease, log, writer } = run;
+  // Fenced after the decision: the lock may be someone else's by now.
+  const fenced = lease.fenceDecision();
+  if (action.kind !== 'discard' && fenced) action = { kind: 'discard', reason: fenced.reason };
+  const discard = (reason: string): never => {
+    log.warn({ event: 'card.discarded', reason, sandboxId: context.sandboxId }, 'card.discarded');
+    // Says the run lost its card alive, so the takeover that follows spends no crash budget.
+    void bestEffort('mark fenced', () => deps.store.markFenced(card.id, writer.token), warnTo(log));
+    // No card move and no BullMQ move: the job's lock lapses and BullMQ hands it on.
+    throw new DelayedError();
+  };
+  if (action.kind === 'discard') return discard(action.reason);
+  const moved = await deps.store.transition(card, action.move, writer);
+  const markDead = () => {
+    if ('markDead' in action && action.markDead) slot.markDead(action.markDead.observedExitCode, action.markDead.message);
+  };
+  if (!moved.ok) {
+    // Refused (and logged by the store as card.stale-write): this run no longer owns the card.
+    // What it saw of the sandbox still holds, though.
+    markDead();
+    return discard(`the card would not move to ${action.move.to} (${moved.refusal})`);
+  }
+  log.info({ event: `card.${action.move.to}`, sandboxId: context.sandboxId }, `card.${action.move.to}`);
+  switch (action.kind) {
+    case 'complete':
+      return action.result;
+    case 'retry':
+      throw new Error(action.error);
+    case 'fail':
+      markDead();
+      throw new UnrecoverableError(action.error);
+    case 'block':
+      await job.moveToDelayed(action.move.retryAt, writer.token);
       // Only now respawn: the card is delayed, so the re-drive that follows a live replacement finds it.
-      slot.markDead(outcome.observedExitCode, outcome.message);
+      markDead();
       throw new DelayedError();
-    }
-
-    case 'provider-outage': {
-      const b = (await deps.breaker.failure(outcome.message)).snapshot;
-      const retryAt = b.state === 'open' && b.retryAt ? b.retryAt : now() + lane.breaker.openMs;
-      return block({ ...base, blockedReason: 'provider-outage', verdict: 'provider-outage', message: outcome.message, retryAt });
-    }
+    case 'hand-back':
+      await job.moveToDelayed(deps.now(), writer.token);
+      throw new DelayedError();
+    case 'cancel':
+      throw new UnrecoverableError('cancelled');
   }
 }

@@ -13,13 +13,13 @@ export class SlotPool {
     const free = this.slots.filter((s) => s.cardId === undefined);
     const slot = free.find((s) => s.state === 'live') ?? free[0];
     if (!slot) throw new IllegalStateError(`no free slot for card ${cardId}: concurrency exceeds slots`);
-    slot.cardId = cardId;
+    slot.take(cardId);
     this.onChange(slot);
     return slot;
   }
 
   release(slot: Slot): void {
-    slot.cardId = undefined;
+    slot.release();
     this.onChange(slot);
   }
 

@@ -1,22 +1,34 @@
 import type { Logger } from 'pino';
-import { defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
+import { ConfigError, ProviderInvalidError, defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
-import { errorKind, execOutcome } from '@lanes/runner';
+import { errorKind, runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { canaryCommand, evaluateIdleProbe, evaluateRespawn, readCanary, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
+import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
+import type { Terminator } from './terminator.js';
+import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, type SlotSnapshot, type SlotStateName } from './slot-state.js';
 
-/** starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back. */
-export type SlotState = 'starting' | 'live' | 'dead' | 'respawning' | 'waiting-provider' | 'stopped';
+export type SlotState = SlotStateName;
 
-export type Readiness = { kind: 'live'; handle: SandboxHandle } | { kind: 'wait'; retryAt: number; reason: string };
+export type Readiness =
+  | { kind: 'live'; handle: SandboxHandle }
+  | { kind: 'wait'; retryAt: number; reason: string }
+  /** The lane's config cannot make a sandbox (a missing secret or file, an image that fails to build): a person must fix it. */
+  | { kind: 'misconfigured'; reason: string };
+
+/** A failure no retry can fix: reported on the lane and the card, never fed to the breaker. */
+function isConfigError(err: unknown): err is ProviderInvalidError | ConfigError {
+  return err instanceof ProviderInvalidError || err instanceof ConfigError;
+}
 
 export interface SlotDeps {
   lane: LaneConfig;
   slotId: string;
   workerId: string;
   provider: SandboxProvider;
+  /** Terminates by id until confirmed. */
+  terminator: Terminator;
   breaker: LaneBreaker;
   events: EventLog;
   log: Logger;
@@ -37,20 +49,55 @@ type SpawnResult = Readiness | { kind: 'retry'; reason: string };
 
 /** One lane worker slot. It owns exactly one sandbox at a time; a respawn replaces it. */
 export class Slot {
-  state: SlotState = 'starting';
-  handle: SandboxHandle | undefined;
-  cardId: string | undefined;
-  private observedExitCode: ObservedExitCode | undefined;
-  private deadSandboxId: string | undefined;
+  /** Everything the slot is, in one value that only `nextSlotState` changes. */
+  private snapshot: SlotSnapshot = INITIAL_SLOT_STATE;
   private deaths: DeathHistory = { deaths: [] };
   private spawning: Promise<SpawnResult> | undefined;
-  private stopped = false;
   private readonly stopping = new AbortController();
+  /** Idle canaries the current sandbox failed in a row (see evaluateIdleCanary). */
+  private failedCanaries = 0;
 
   constructor(private readonly deps: SlotDeps) {}
 
   get id(): string {
     return this.deps.slotId;
+  }
+
+  get state(): SlotState {
+    return this.snapshot.sandbox.state;
+  }
+
+  /** The live sandbox, if any. */
+  get handle(): SandboxHandle | undefined {
+    return this.snapshot.sandbox.state === 'live' ? this.snapshot.sandbox.handle : undefined;
+  }
+
+  get cardId(): string | undefined {
+    return this.snapshot.cardId;
+  }
+
+  private get stopped(): boolean {
+    return this.snapshot.sandbox.state === 'stopped';
+  }
+
+  private get dead(): DeadSandbox | undefined {
+    const p = this.snapshot.sandbox;
+    return p.state === 'dead' || p.state === 'respawning' || p.state === 'waiting-provider' ? p.dead : undefined;
+  }
+
+  /** Applies one event through the transition function; IllegalStateError if the state does not allow it. */
+  private apply(event: SlotEvent, notify = true): void {
+    this.snapshot = nextSlotState(this.snapshot, event);
+    if (notify) this.deps.onChange(this);
+  }
+
+  /** The pool gives the slot a card; only the pool calls this. */
+  take(cardId: string): void {
+    this.apply({ type: 'take', cardId }, false);
+  }
+
+  release(): void {
+    this.apply({ type: 'release' }, false);
   }
 
   get log(): Logger {
@@ -61,8 +108,8 @@ export class Slot {
   async ready(): Promise<Readiness> {
     for (;;) {
       if (this.stopped) return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
-      if (this.state === 'live' && this.handle) return { kind: 'live', handle: this.handle };
-      this.spawning ??= this.spawn(this.deadSandboxId !== undefined);
+      if (this.handle) return { kind: 'live', handle: this.handle };
+      this.spawning ??= this.spawn(this.dead !== undefined);
       const result = await this.spawning;
       this.spawning = undefined;
       if (result.kind !== 'retry') return result;
@@ -82,21 +129,49 @@ export class Slot {
     const decision = evaluateIdleProbe(finding);
     switch (decision.action) {
       case 'keep':
+        // Live (or unknown). While the breaker is not closed, an idle live sandbox is how the lane
+        // probes the provider: no create is needed for the breaker to learn it is back.
+        if (finding.kind === 'polled' && this.deps.breaker.state.state !== 'closed') await this.idleCanary(handle);
         return;
       case 'mark-dead':
         // A card may have taken the slot while the poll was out; then the card's own run decides.
-        if (this.handle === handle && this.cardId === undefined && this.state === 'live') this.markDead(decision.observedExitCode, decision.reason);
+        if (this.idleWith(handle)) this.markDead(decision.observedExitCode, decision.reason);
+    }
+  }
+
+  private idleWith(handle: SandboxHandle): boolean {
+    return this.handle === handle && this.cardId === undefined && this.state === 'live';
+  }
+
+  /** The breaker's probe on an idle live sandbox; a bounded run of failures marks the sandbox dead. */
+  private async idleCanary(handle: SandboxHandle): Promise<void> {
+    const { breaker, lane, newNonce, log } = this.deps;
+    const gate = await breaker.gate();
+    if (gate.action === 'wait' || !this.idleWith(handle)) return;
+    const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
+    const decision = evaluateIdleCanary(this.failedCanaries, reading);
+    this.failedCanaries = decision.failedCanaries;
+    log.info({ event: 'sandbox.idle-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.idle-canary');
+    switch (decision.action) {
+      case 'passed':
+        await breaker.canaryPassed();
+        return;
+      case 'count':
+        if (decision.breakerFailure) await breaker.failure(decision.reason);
+        return;
+      case 'mark-dead':
+        if (decision.breakerFailure) await breaker.failure(decision.reason);
+        if (this.idleWith(handle)) this.markDead('unknown', decision.reason);
     }
   }
 
   /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */
   markDead(observedExitCode: ObservedExitCode, reason: string): void {
     const old = this.handle;
-    const { log, events, lane, now, provider } = this.deps;
-    this.handle = undefined;
-    this.state = 'dead';
-    this.observedExitCode = observedExitCode;
-    this.deadSandboxId = old?.id;
+    const { log, events, lane, now } = this.deps;
+    // A stopping slot terminates its sandbox anyway; there is nothing to respawn.
+    if (this.stopped) return;
+    this.apply({ type: 'dead', observedExitCode }, false);
     this.deaths = recordDeath(this.deaths, now(), lane.respawn);
     log.warn({ event: 'sandbox.dead', sandboxId: old?.id, observedExitCode, reason }, 'sandbox.dead');
     void events
@@ -106,7 +181,7 @@ export class Slot {
     this.deps.onChange(this);
     const decision = evaluateRespawn(this.deaths, lane.respawn, now());
     this.spawning = (async (): Promise<SpawnResult> => {
-      if (old) await bestEffort('terminate dead sandbox', () => provider.terminateById(old.id), warnTo(log));
+      if (old) await this.deps.terminator.terminate(old.id, 'dead');
       if (decision.action === 'wait') {
         log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
         await this.deps.sleep(decision.delayMs, this.stopping.signal);
@@ -121,10 +196,10 @@ export class Slot {
     if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     const gate = await breaker.gate();
     if (gate.action === 'wait') {
-      this.setState('waiting-provider');
+      this.apply({ type: 'wait-provider' });
       return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };
     }
-    this.setState(respawn ? 'respawning' : 'starting');
+    this.apply({ type: 'spawn', respawn });
     let handle: SandboxHandle;
     try {
       handle = await provider.create(
@@ -138,6 +213,7 @@ export class Slot {
         { connectTimeoutMs: lane.connectTimeoutMs },
       );
     } catch (err) {
+      if (isConfigError(err)) return this.misconfigured(err);
       await breaker.failure(String(err));
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
@@ -148,20 +224,28 @@ export class Slot {
       return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     }
     const failure = await this.prepare(handle);
+    if (failure instanceof Error) {
+      await this.deps.terminator.terminate(handle.id, 'misconfigured');
+      return this.misconfigured(failure);
+    }
     if (failure) {
       await breaker.failure(failure);
       this.deaths = recordDeath(this.deaths, now(), lane.respawn);
       log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
-      await bestEffort('terminate failed sandbox', () => provider.terminateById(handle.id), warnTo(log));
+      await this.deps.terminator.terminate(handle.id, 'failed its preparation');
       return { kind: 'retry', reason: failure };
     }
     await breaker.canaryPassed();
-    if (this.deadSandboxId) this.deps.record({ ...this.recordOf({ id: this.deadSandboxId }), state: 'dead', replacedBy: handle.id });
+    if (this.stopped) {
+      // Halted while the canary ran: this sandbox never goes live.
+      await bestEffort('terminate sandbox prepared while stopping', () => handle.terminate(), warnTo(log));
+      return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    }
+    const replaced = this.dead?.sandboxId;
+    if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
-    this.handle = handle;
-    this.observedExitCode = undefined;
-    this.deadSandboxId = undefined;
-    this.setState('live');
+    this.failedCanaries = 0;
+    this.apply({ type: 'live', handle });
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
     await this.deps.events
@@ -171,8 +255,15 @@ export class Slot {
     return { kind: 'live', handle };
   }
 
-  /** File sync and the canary; returns why it failed, or undefined. */
-  private async prepare(handle: SandboxHandle): Promise<string | undefined> {
+  /** Says the lane cannot make a sandbox as configured; the slot tries again for the next card. */
+  private misconfigured(err: ProviderInvalidError | ConfigError): Readiness {
+    const reason = `lane ${this.deps.lane.name} is misconfigured: ${err.message}`;
+    this.deps.log.error({ event: 'lane.misconfigured', err: err.message }, 'lane.misconfigured');
+    return { kind: 'misconfigured', reason };
+  }
+
+  /** File sync and the canary; returns why it failed (a config error as such), or undefined. */
+  private async prepare(handle: SandboxHandle): Promise<string | ProviderInvalidError | ConfigError | undefined> {
     const { lane, filesBaseDir, newNonce } = this.deps;
     try {
       if (lane.files.length) {
@@ -183,11 +274,10 @@ export class Slot {
         this.deps.log.info({ event: 'sandbox.synced', sandboxId: handle.id, ...summary }, 'file sync done');
       }
     } catch (err) {
+      if (isConfigError(err)) return err;
       return `file sync failed: ${String(err)}`;
     }
-    const nonce = newNonce();
-    const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: lane.canaryTimeoutMs });
-    const reading = readCanary(outcome, nonce);
+    const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
     return reading.finding.kind === 'polled' && reading.finding.canary === 'answered' ? undefined : `canary: ${reading.reason}`;
   }
 
@@ -196,15 +286,11 @@ export class Slot {
     return { id: handle.id, provider: provider.name, state: 'live', lane: lane.name, slot: this.id, worker: workerId, ...(handle.pid !== undefined ? { pid: handle.pid } : {}) };
   }
 
-  private setState(state: SlotState): void {
-    this.state = state;
-    this.deps.onChange(this);
-  }
-
   status(heartbeatAt: number): SlotStatus {
     const sandboxState: SandboxState | undefined =
       this.state === 'live' ? 'live' : this.state === 'dead' ? 'dead' : this.state === 'stopped' ? 'terminated' : 'creating';
-    const id = this.handle?.id ?? this.deadSandboxId;
+    const id = this.handle?.id ?? this.dead?.sandboxId ?? (this.snapshot.sandbox.state === 'stopped' ? this.snapshot.sandbox.handle?.id : undefined);
+    const observedExitCode = this.dead?.observedExitCode;
     return {
       slot: this.id,
       worker: this.deps.workerId,
@@ -216,7 +302,7 @@ export class Slot {
               state: sandboxState,
               provider: this.deps.provider.name,
               ...(this.handle?.pid !== undefined ? { pid: this.handle.pid } : {}),
-              ...(this.observedExitCode !== undefined ? { observedExitCode: this.observedExitCode } : {}),
+              ...(observedExitCode !== undefined ? { observedExitCode } : {}),
             },
           }
         : {}),
@@ -226,7 +312,7 @@ export class Slot {
 
   /** First half of stop, synchronous: no new sandbox, and any backoff wait ends now. */
   halt(): void {
-    this.stopped = true;
+    this.apply({ type: 'halt' }, false);
     this.stopping.abort();
   }
 
@@ -234,9 +320,9 @@ export class Slot {
     this.halt();
     const spawning = this.spawning;
     if (spawning) await spawning.catch(() => undefined);
-    const handle = this.handle;
-    this.handle = undefined;
-    this.state = 'stopped';
+    const p = this.snapshot.sandbox;
+    const handle = p.state === 'stopped' ? p.handle : undefined;
+    this.apply({ type: 'terminated' }, false);
     if (handle) await bestEffort('terminate sandbox on stop', () => handle.terminate(), warnTo(this.deps.log));
   }
 }

@@ -52,7 +52,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const log = options.log.child({ worker: workerId });
   const { redis } = options;
   const events = new EventLog(redis);
-  const store = new CardStore({ redis, events, now });
+  const store = new CardStore({ redis, now, log });
   const fleet = new FleetStore(redis);
   const casConnection = redis.duplicate();
   casConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'breaker connection error'));
@@ -85,10 +85,13 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   let subscriber: Redis | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   let idleProbes: Promise<unknown> | undefined;
+  /** The beat sequence: advanced every beat, even one Redis did not take, so any beat that lands is news. */
+  let beatSeq = 0;
 
   const beat = async () => {
+    beatSeq += 1;
     await bestEffort('heartbeat', async () => {
-      await fleet.beat(workerId, now());
+      await fleet.beat(workerId, beatSeq);
       for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
     }, warnTo(log));
     // After the beat, never awaited by it: a slow provider poll must not stall heartbeats.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CardStateSchema } from './card-state.js';
+import { WorkerLivenessSchema } from './liveness.js';
 import { SandboxInfoSchema } from './sandbox.js';
 
 export const EnqueueResponseSchema = z.object({ id: z.string(), state: CardStateSchema });
@@ -31,6 +32,8 @@ export const SlotStatusSchema = z.object({
   cardId: z.string().optional(),
   sandbox: SandboxInfoSchema.optional(),
   heartbeatAt: z.string().optional(),
+  /** The supervisor's published verdict on the slot's worker (API output only; `unknown` when none). */
+  workerLiveness: WorkerLivenessSchema.optional(),
 });
 export type SlotStatus = z.infer<typeof SlotStatusSchema>;
 

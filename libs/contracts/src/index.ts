@@ -18,6 +18,7 @@ export {
   type BlockedReason,
   type FailedReason,
 } from './card-state.js';
+export { CARD_TRANSITIONS, isLegalCardTransition, legalSourcesOf } from './card-transitions.js';
 export {
   SandboxStateSchema,
   ObservedExitCodeSchema,
@@ -75,3 +76,4 @@ export { toIssues, parseCard, parseLanesConfig } from './validation.js';
 export * as defaults from './defaults.js';
 export * from './errors/index.js';
 export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
+export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';

@@ -1,77 +1,92 @@
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { z } from 'zod';
 import {
+  BlockedReasonSchema,
   CardSchema,
+  CardStateSchema,
+  FailedReasonSchema,
   HistoryEntrySchema,
+  ObservedExitCodeSchema,
+  legalSourcesOf,
   type BlockedReason,
   type Card,
   type CardRecord,
   type CardState,
-  type EventType,
-  type FailedReason,
   type HistoryEntry,
-  type ObservedExitCode,
-  type Verdict,
 } from '@lanes/contracts';
-import type { EventLog } from './event-log.js';
+import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
+import { ScriptReplySchema, defineCardScripts } from './card-script.js';
+import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { keys } from './names.js';
-
-export interface Transition {
-  state: CardState;
-  attempt: number;
-  sandboxId?: string;
-  blockedReason?: BlockedReason;
-  failedReason?: FailedReason;
-  verdict?: Verdict;
-  observedExitCode?: ObservedExitCode;
-  exitCode?: number;
-  message?: string;
-  retryAt?: number;
-  result?: unknown;
-  /** New infra-retry count, when this transition spends one. */
-  infraRetries?: number;
-  /** Event to emit; defaults to `card.<state>`. */
-  event?: EventType;
-  slot?: string;
-}
 
 export interface CardStoreDeps {
   redis: Redis;
-  events: EventLog;
   now: () => number;
+  /** Not needed any more (the script appends the events); accepted so existing callers stay valid. */
+  events?: EventLog;
+  /** Refused writes are logged here (`card.stale-write`, `card.illegal-transition`). */
+  log?: Logger;
 }
 
-type Hash = Record<string, string>;
+/** What a transition came to. A refusal is an answer, not an error: the caller decides what it means. */
+export type TransitionResult =
+  | {
+      ok: true;
+      state: CardState;
+      /** This move into `running` replaced a run that never ended. */
+      takeover: boolean;
+      /** Runs of this card that were replaced while their worker never said it had fenced itself. */
+      crashSuspects: number;
+    }
+  | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
 
-/** Card state, attempts, history and result in Redis. Every transition is one MULTI. */
+const Count = z.coerce.number().int().nonnegative();
+
+/** The card hash as stored; decoded, never cast. */
+const CardHashSchema = z.object({
+  card: z.string(),
+  lane: z.string(),
+  state: CardStateSchema,
+  attempts: Count,
+  infraRetries: Count.default(0),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  runToken: z.string().optional(),
+  blockedReason: BlockedReasonSchema.optional(),
+  blockedMessage: z.string().optional(),
+  failedReason: FailedReasonSchema.optional(),
+  sandboxId: z.string().optional(),
+  observedExitCode: z.string().optional(),
+  result: z.string().optional(),
+});
+
+/** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
-  constructor(private readonly deps: CardStoreDeps) {}
+  constructor(private readonly deps: CardStoreDeps) {
+    defineCardScripts(deps.redis);
+  }
 
   /** Creates the record unless the id exists. Returns whether it was new, and the record. */
   async create(card: Card): Promise<{ created: boolean; record: CardRecord }> {
-    const { redis, now } = this.deps;
-    const at = new Date(now()).toISOString();
-    const key = keys.card(card.id);
-    const created = (await redis.hsetnx(key, 'card', JSON.stringify(card))) === 1;
-    if (created) {
-      const entry: HistoryEntry = { at, state: 'queued', attempt: 0, message: 'enqueued' };
-      const multi = redis.multi();
-      multi.hset(key, { lane: card.lane, state: 'queued', attempts: '0', infraRetries: '0', createdAt: at, updatedAt: at });
-      multi.rpush(keys.history(card.id), JSON.stringify(entry));
-      this.deps.events.appendTo(multi, { type: 'card.queued', at, lane: card.lane, cardId: card.id });
-      await multi.exec();
-    }
+    const at = new Date(this.deps.now()).toISOString();
+    const entry: HistoryEntry = { at, state: 'queued', attempt: 0, message: 'enqueued' };
+    const rendered: RenderedMove = {
+      set: { card: JSON.stringify(card), lane: card.lane, state: 'queued', attempts: '0', infraRetries: '0', createdAt: at, updatedAt: at },
+      del: [],
+      entry,
+      event: { type: 'card.queued', at, lane: card.lane, cardId: card.id },
+    };
+    const reply = await this.run(card, 'create', 'queued', [], { kind: 'board' }, rendered);
     const record = await this.get(card.id);
     if (!record) throw new Error(`card ${card.id} vanished while being created`);
-    return { created, record };
+    return { created: reply[0] === 'ok', record };
   }
 
   async get(id: string): Promise<CardRecord | undefined> {
-    const [hash, history] = await Promise.all([
-      this.deps.redis.hgetall(keys.card(id)),
-      this.deps.redis.lrange(keys.history(id), 0, -1),
-    ]);
+    const [hash, history] = await Promise.all([this.deps.redis.hgetall(keys.card(id)), this.deps.redis.lrange(keys.history(id), 0, -1)]);
     if (!hash.card) return undefined;
-    return toRecord(hash, history);
+    return toRecord(CardHashSchema.parse(hash), history);
   }
 
   /** The lane an existing card belongs to; one field, for checks that need nothing else. */
@@ -79,56 +94,40 @@ export class CardStore {
     return (await this.deps.redis.hget(keys.card(id), 'lane')) ?? undefined;
   }
 
-  /** Appends one history entry and moves the card's current fields with it, atomically. */
-  async transition(card: Pick<Card, 'id' | 'lane'>, t: Transition): Promise<void> {
-    const { redis, now } = this.deps;
-    const at = new Date(now()).toISOString();
-    const entry: HistoryEntry = HistoryEntrySchema.parse({
-      at,
-      state: t.state,
-      attempt: t.attempt,
-      sandboxId: t.sandboxId,
-      blockedReason: t.blockedReason,
-      failedReason: t.failedReason,
-      verdict: t.verdict,
-      observedExitCode: t.observedExitCode,
-      exitCode: t.exitCode,
-      message: t.message,
-      retryAt: t.retryAt === undefined ? undefined : new Date(t.retryAt).toISOString(),
-    });
-    const key = keys.card(card.id);
-    const set: Hash = { state: t.state, updatedAt: at, attempts: String(t.attempt) };
-    if (t.sandboxId !== undefined) set.sandboxId = t.sandboxId;
-    if (t.observedExitCode !== undefined) set.observedExitCode = JSON.stringify(t.observedExitCode);
-    if (t.infraRetries !== undefined) set.infraRetries = String(t.infraRetries);
-    if (t.result !== undefined) set.result = JSON.stringify(t.result);
-    if (t.failedReason !== undefined) set.failedReason = t.failedReason;
-    if (t.blockedReason !== undefined) {
-      set.blockedReason = t.blockedReason;
-      set.blockedMessage = t.message ?? '';
+  /** The token of the run that holds a running card, for a writer that must act only on that run. */
+  async runToken(id: string): Promise<string | undefined> {
+    return (await this.deps.redis.hget(keys.card(id), 'runToken')) ?? undefined;
+  }
+
+  /**
+   * Moves the card, if the move is legal from its current state and the writer may make it:
+   * record, history entry and event in one atomic script. A refused move writes nothing.
+   */
+  async transition(card: { id: string; lane: string }, move: CardMove, writer: CardWriter): Promise<TransitionResult> {
+    const rendered = renderMove(card, move, this.deps.now());
+    const reply = await this.run(card, 'move', move.to, legalSourcesOf(move.to), writer, rendered);
+    switch (reply[0]) {
+      case 'ok':
+        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3] };
+      case 'not-found':
+        return { ok: false, refusal: 'not-found' };
+      case 'exists':
+        throw new Error(`transition script answered 'exists' to a move of card ${card.id}`);
+      case 'illegal':
+      case 'stale': {
+        const event = reply[0] === 'stale' ? 'card.stale-write' : 'card.illegal-transition';
+        this.deps.log?.warn(
+          { event, cardId: card.id, lane: card.lane, slot: move.slot, sandboxId: move.sandboxId, state: reply[1], to: move.to, writer: writer.kind },
+          event,
+        );
+        return { ok: false, refusal: reply[0], state: reply[1] };
+      }
     }
-    const multi = redis.multi();
-    multi.hset(key, set);
-    if (t.state !== 'blocked') multi.hdel(key, 'blockedReason', 'blockedMessage');
-    multi.rpush(keys.history(card.id), JSON.stringify(entry));
-    if (t.state === 'blocked') multi.zadd(keys.blocked(card.lane), now(), card.id);
-    else multi.zrem(keys.blocked(card.lane), card.id);
-    this.deps.events.appendTo(multi, {
-      type: t.event ?? (`card.${t.state}` as EventType),
-      at,
-      lane: card.lane,
-      cardId: card.id,
-      slot: t.slot,
-      sandboxId: t.sandboxId,
-      data: compact({
-        blockedReason: t.blockedReason,
-        failedReason: t.failedReason,
-        verdict: t.verdict,
-        observedExitCode: t.observedExitCode,
-        message: t.message,
-      }),
-    });
-    await multi.exec();
+  }
+
+  /** Says that run `token` of the card lost its lock while alive, so its takeover is no crash. */
+  async markFenced(cardId: string, token: string): Promise<void> {
+    await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), token);
   }
 
   /** Blocked cards of a lane, oldest first, with why they wait (one round trip for the reasons). */
@@ -142,33 +141,62 @@ export class CardStore {
     const reasons = (await pipeline.exec()) ?? [];
     const out: Array<{ id: string; blockedReason: BlockedReason; since: number }> = [];
     entries.forEach((e, i) => {
-      const reason = reasons[i]?.[1] as BlockedReason | null | undefined;
-      if (reason) out.push({ ...e, blockedReason: reason });
+      const reason = BlockedReasonSchema.safeParse(reasons[i]?.[1]);
+      if (reason.success) out.push({ ...e, blockedReason: reason.data });
     });
     return out;
   }
+
+  private async run(
+    card: { id: string; lane: string },
+    mode: 'create' | 'move',
+    to: CardState,
+    sources: CardState[],
+    writer: CardWriter,
+    r: RenderedMove,
+  ) {
+    const token = writer.kind === 'board' ? '' : writer.token;
+    const raw = await this.deps.redis.lanesCardWrite(
+      keys.card(card.id),
+      keys.history(card.id),
+      keys.blocked(card.lane),
+      keys.events(),
+      keys.jobLock(card.lane, card.id),
+      keys.crashSuspects(card.id),
+      keys.fencedRuns(card.id),
+      mode,
+      to,
+      sources.join(','),
+      writer.kind,
+      token,
+      JSON.stringify(r.set),
+      JSON.stringify(r.del),
+      JSON.stringify(r.entry),
+      JSON.stringify(r.event),
+      this.deps.now(),
+      EVENT_STREAM_MAX_LEN,
+      card.id,
+    );
+    return ScriptReplySchema.parse(raw);
+  }
 }
 
-function compact(o: Record<string, string | number | undefined>): Record<string, string | number> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, string | number>;
-}
-
-function toRecord(hash: Hash, history: string[]): CardRecord {
-  const card = CardSchema.parse(JSON.parse(hash.card!));
+function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): CardRecord {
+  const card = CardSchema.parse(JSON.parse(hash.card));
   const record: CardRecord = {
     ...card,
-    state: (hash.state ?? 'queued') as CardState,
-    attempts: Number(hash.attempts ?? 0),
-    infraRetries: Number(hash.infraRetries ?? 0),
-    createdAt: hash.createdAt ?? '',
-    updatedAt: hash.updatedAt ?? '',
+    state: hash.state,
+    attempts: hash.attempts,
+    infraRetries: hash.infraRetries,
+    createdAt: hash.createdAt,
+    updatedAt: hash.updatedAt,
     history: history.map((h) => HistoryEntrySchema.parse(JSON.parse(h))),
   };
-  if (hash.blockedReason) record.blockedReason = hash.blockedReason as BlockedReason;
+  if (hash.blockedReason) record.blockedReason = hash.blockedReason;
   if (hash.blockedMessage) record.blockedMessage = hash.blockedMessage;
-  if (hash.failedReason && record.state === 'failed') record.failedReason = hash.failedReason as FailedReason;
+  if (hash.failedReason && record.state === 'failed') record.failedReason = hash.failedReason;
   if (hash.sandboxId) record.sandboxId = hash.sandboxId;
-  if (hash.observedExitCode) record.observedExitCode = JSON.parse(hash.observedExitCode) as ObservedExitCode;
-  if (hash.result) record.result = JSON.parse(hash.result) as CardRecord['result'];
+  if (hash.observedExitCode) record.observedExitCode = ObservedExitCodeSchema.parse(JSON.parse(hash.observedExitCode));
+  if (hash.result) record.result = z.json().parse(JSON.parse(hash.result));
   return record;
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { BreakerStateName, SandboxRecord, SlotStatus } from '@lanes/contracts';
+import { LivenessVerdictSchema, type BreakerStateName, type LivenessVerdict, type SandboxRecord, type SlotStatus } from '@lanes/contracts';
 import { keys } from './names.js';
 
 /** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
@@ -21,19 +21,56 @@ export interface BreakerStatus {
 export class FleetStore {
   constructor(private readonly redis: Redis) {}
 
-  async beat(workerId: string, atMs: number): Promise<void> {
-    await this.redis.zadd(keys.workers(), atMs, workerId);
+  /** Publishes the worker's beat sequence: a counter it advances each beat, never a timestamp. */
+  async beat(workerId: string, seq: number): Promise<void> {
+    await this.redis.hset(keys.workerBeats(), workerId, String(seq));
   }
 
   async forgetWorker(workerId: string): Promise<void> {
-    await this.redis.zrem(keys.workers(), workerId);
+    await this.redis.hdel(keys.workerBeats(), workerId);
   }
 
-  /** Last heartbeat of every worker that ever beat and was not forgotten. */
-  async heartbeats(): Promise<Record<string, number>> {
-    const flat = await this.redis.zrange(keys.workers(), 0, -1, 'WITHSCORES');
-    const out: Record<string, number> = {};
-    for (let i = 0; i < flat.length; i += 2) out[flat[i]!] = Number(flat[i + 1]);
+  /** The last beat sequence of every worker that ever beat and was not forgotten. */
+  async beats(): Promise<Record<string, number>> {
+    return (await this.readBeats()).beats;
+  }
+
+  /**
+   * The beats together with the run id of the Redis that answered (read in one transaction):
+   * a different run id means Redis restarted or failed over in between, which the supervisor's
+   * liveness tracking must not mistake for workers falling silent.
+   */
+  async readBeats(): Promise<{ beats: Record<string, number>; redisRunId?: string }> {
+    const replies = await this.redis.multi().hgetall(keys.workerBeats()).info('server').exec();
+    const [[beatsErr, flat], [infoErr, info]] = replies as [[Error | null, Record<string, string>], [Error | null, string]];
+    if (beatsErr) throw beatsErr;
+    const beats = Object.fromEntries(Object.entries(flat).map(([w, seq]) => [w, Number(seq)]));
+    const runId = infoErr ? undefined : /^run_id:(\S+)/m.exec(info)?.[1];
+    return { beats, ...(runId ? { redisRunId: runId } : {}) };
+  }
+
+  /**
+   * The supervisor's liveness verdicts, replaced as a whole each sweep. They expire after `ttlMs`
+   * (Redis keeps the expiry, no host compares clocks), so verdicts of a supervisor that stopped
+   * sweeping vanish and read as unknown.
+   */
+  async putLiveness(verdicts: readonly LivenessVerdict[], ttlMs: number): Promise<void> {
+    const tx = this.redis.multi().del(keys.liveness());
+    if (verdicts.length > 0) {
+      tx.hset(keys.liveness(), Object.fromEntries(verdicts.map((v) => [v.worker, JSON.stringify(v)])));
+      tx.pexpire(keys.liveness(), ttlMs);
+    }
+    await tx.exec();
+  }
+
+  /** Published verdicts by worker; a worker with none is unknown, never gone. */
+  async liveness(): Promise<Record<string, LivenessVerdict>> {
+    const raw = await this.redis.hgetall(keys.liveness());
+    const out: Record<string, LivenessVerdict> = {};
+    for (const [worker, json] of Object.entries(raw)) {
+      const parsed = LivenessVerdictSchema.safeParse(safeJson(json));
+      if (parsed.success) out[worker] = parsed.data;
+    }
     return out;
   }
 
@@ -90,5 +127,13 @@ export class FleetStore {
   async sandbox(id: string): Promise<SandboxRecord | undefined> {
     const raw = await this.redis.get(keys.sandbox(id));
     return raw ? (JSON.parse(raw) as SandboxRecord) : undefined;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }

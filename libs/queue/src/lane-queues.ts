@@ -83,14 +83,22 @@ export class LaneQueues {
     }
     const job = await this.job(cardId, record.lane);
     const jobState = job ? await job.getState() : 'unknown';
+    // Read before the removal: a card left running by a crashed run may be cancelled only while that run is still its run.
+    const runToken = record.state === 'running' ? await this.deps.store.runToken(cardId) : undefined;
     if (job && jobState !== 'active') {
       const removed = await job.remove().then(
         () => true,
         () => false,
       );
       if (removed) {
-        await this.deps.store.transition(record, { state: 'cancelled', attempt: record.attempts, message: 'cancelled before it ran' });
-        return { ok: true, state: 'cancelled' };
+        const moved = await this.deps.store.transition(
+          record,
+          { to: 'cancelled', attempt: record.attempts, message: 'cancelled before it ran' },
+          runToken === undefined ? { kind: 'board' } : { kind: 'board-if-run', token: runToken },
+        );
+        if (moved.ok) return { ok: true, state: 'cancelled' };
+        const now = await this.deps.store.get(cardId);
+        return { ok: false, code: 'CARD_STATE', ...(now ? { state: now.state } : {}), message: `card ${cardId} moved on while being cancelled` };
       }
     }
     // Running (or just became active): the slot that holds it kills its process group and records the cancel.
@@ -132,8 +140,9 @@ export class LaneQueues {
       () => false,
     );
     if (!promoted) return false;
-    await this.deps.store.transition(card, { state: 'queued', attempt: card.attempts, event, message });
-    return true;
+    const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
+    // A run may already have taken the promoted job: the card is its now, and this write was refused.
+    return moved.ok || moved.state === 'running';
   }
 
   async close(): Promise<void> {

@@ -9,13 +9,22 @@ export const STORE_PREFIX = 'lanes-store';
 export const keys = {
   card: (id: string) => `${STORE_PREFIX}:card:${id}`,
   history: (id: string) => `${STORE_PREFIX}:card:${id}:history`,
+  /** Run tokens replaced by a takeover while their worker never said it was fenced: crash suspects. */
+  crashSuspects: (id: string) => `${STORE_PREFIX}:card:${id}:crash-suspects`,
+  /** Run tokens whose worker fenced itself (lost its lock alive): their takeovers spend no budget. */
+  fencedRuns: (id: string) => `${STORE_PREFIX}:card:${id}:fenced-runs`,
+  /** BullMQ's lock of a card's job (job id = card id); its value is the holding run's token. */
+  jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
   blocked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,
   sandbox: (id: string) => `${STORE_PREFIX}:sandbox:${id}`,
   lanes: () => `${STORE_PREFIX}:lanes`,
-  workers: () => `${STORE_PREFIX}:workers`,
+  /** Hash: worker id → beat sequence. (The older `workers` key held timestamps; it is no longer read.) */
+  workerBeats: () => `${STORE_PREFIX}:worker-beats`,
+  /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */
+  liveness: () => `${STORE_PREFIX}:liveness`,
   events: () => `${STORE_PREFIX}:events`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;

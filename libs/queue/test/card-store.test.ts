@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Card } from '@lanes/contracts';
-import { CardStore, CasStore, EventLog, FleetStore, createRedis, keys } from '@lanes/queue';
+import { CardStore, CasStore, EventLog, FleetStore, createRedis, keys, type CardWriter } from '@lanes/queue';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 /** Fixed clock: history timestamps and blocked-set scores are exact. */
@@ -21,7 +21,7 @@ describe('CardStore on real Redis', () => {
     server = await startRedis();
     redis = createRedis(server.url);
     events = new EventLog(redis);
-    store = new CardStore({ redis, events, now: () => nowMs });
+    store = new CardStore({ redis, now: () => nowMs });
   });
   afterAll(async () => {
     redis?.disconnect();
@@ -29,6 +29,12 @@ describe('CardStore on real Redis', () => {
   });
 
   const newCard = (over: Partial<Card> = {}): Card => ({ id: uid('card'), lane: uid('lane'), title: 'Fix flaky test', priority: 0, ...over });
+  /** Gives `card` a BullMQ-style job lock held by `token`, as a worker taking its job would. */
+  const runAs = async (card: Card, token: string): Promise<CardWriter> => {
+    await redis.set(keys.jobLock(card.lane, card.id), token);
+    return { kind: 'run', token };
+  };
+  const board: CardWriter = { kind: 'board' };
   const eventsOf = async (cardId: string) => (await events.recent(1_000)).filter((e) => e.cardId === cardId);
 
   it('create is idempotent: the second create returns created:false and the same record', async () => {
@@ -58,10 +64,11 @@ describe('CardStore on real Redis', () => {
     const card = newCard();
     await store.create(card);
     nowMs = T0 + 1;
-    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-1', slot: 's0' });
+    const r1 = await runAs(card, 'token-1');
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-1', slot: 's0' }, r1);
     nowMs = T0 + 2;
     await store.transition(card, {
-      state: 'blocked',
+      to: 'blocked',
       attempt: 1,
       sandboxId: 'sb-1',
       blockedReason: 'sandbox-dead',
@@ -70,7 +77,7 @@ describe('CardStore on real Redis', () => {
       message: 'sandbox exited(0)',
       retryAt: T0 + 60_000,
       infraRetries: 1,
-    });
+    }, r1);
     let record = (await store.get(card.id))!;
     expect(record.observedExitCode).toBe(0);
     expect(record.blockedReason).toBe('sandbox-dead');
@@ -78,13 +85,15 @@ describe('CardStore on real Redis', () => {
     expect(record.infraRetries).toBe(1);
 
     nowMs = T0 + 3;
-    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-2' });
+    const r2 = await runAs(card, 'token-2');
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-2' }, r2);
     nowMs = T0 + 4;
-    await store.transition(card, { state: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown' });
+    await store.transition(card, { to: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown', retryAt: T0 + 30_000 }, r2);
     nowMs = T0 + 5;
-    await store.transition(card, { state: 'running', attempt: 2, sandboxId: 'sb-3' });
+    const r3 = await runAs(card, 'token-3');
+    await store.transition(card, { to: 'running', attempt: 2, sandboxId: 'sb-3' }, r3);
     nowMs = T0 + 6;
-    await store.transition(card, { state: 'done', attempt: 2, sandboxId: 'sb-3', verdict: 'ok', exitCode: 0, result: { pr: 'https://x/pr/1' } });
+    await store.transition(card, { to: 'done', attempt: 2, sandboxId: 'sb-3', exitCode: 0, result: { pr: 'https://x/pr/1' } }, r3);
 
     record = (await store.get(card.id))!;
     const at = (n: number) => new Date(T0 + n).toISOString();
@@ -103,7 +112,7 @@ describe('CardStore on real Redis', () => {
         retryAt: new Date(T0 + 60_000).toISOString(),
       },
       { at: at(3), state: 'running', attempt: 1, sandboxId: 'sb-2' },
-      { at: at(4), state: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown' },
+      { at: at(4), state: 'blocked', attempt: 1, sandboxId: 'sb-2', blockedReason: 'sandbox-dead', observedExitCode: 'unknown', retryAt: new Date(T0 + 30_000).toISOString() },
       { at: at(5), state: 'running', attempt: 2, sandboxId: 'sb-3' },
       { at: at(6), state: 'done', attempt: 2, sandboxId: 'sb-3', verdict: 'ok', exitCode: 0 },
     ]);
@@ -120,16 +129,17 @@ describe('CardStore on real Redis', () => {
     await store.create(a);
     await store.create(b);
     nowMs = T0 + 10;
-    await store.transition(a, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'which branch?' });
+    await store.transition(a, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'which branch?', retryAt: T0 + 99_000 }, await runAs(a, 'ta'));
     nowMs = T0 + 20;
-    await store.transition(b, { state: 'blocked', attempt: 1, blockedReason: 'provider-outage' });
+    const rb1 = await runAs(b, 'tb');
+    await store.transition(b, { to: 'blocked', attempt: 1, blockedReason: 'provider-outage', retryAt: T0 + 99_000 }, rb1);
     expect(await store.blocked(lane)).toEqual([
       { id: a.id, blockedReason: 'needs-human', since: T0 + 10 },
       { id: b.id, blockedReason: 'provider-outage', since: T0 + 20 },
     ]);
     expect(await redis.zscore(keys.blocked(lane), a.id)).toBe(String(T0 + 10));
 
-    await store.transition(a, { state: 'queued', attempt: 1, event: 'card.unblocked', message: 'unblocked' });
+    await store.transition(a, { to: 'queued', attempt: 1, event: 'card.unblocked', message: 'unblocked' }, board);
     expect(await store.blocked(lane)).toEqual([{ id: b.id, blockedReason: 'provider-outage', since: T0 + 20 }]);
     expect(await redis.zscore(keys.blocked(lane), a.id)).toBeNull();
     const ra = (await store.get(a.id))!;
@@ -138,7 +148,9 @@ describe('CardStore on real Redis', () => {
     expect(ra.blockedMessage).toBeUndefined();
     expect(await redis.hexists(keys.card(a.id), 'blockedReason')).toBe(0);
 
-    await store.transition(b, { state: 'failed', attempt: 1, failedReason: 'infra', message: 'out of infra retries' });
+    await store.transition(b, { to: 'running', attempt: 1, sandboxId: 'sb-b' }, rb1);
+    expect(await store.blocked(lane)).toEqual([]);
+    await store.transition(b, { to: 'failed', attempt: 1, failedReason: 'infra', message: 'out of infra retries' }, rb1);
     expect(await store.blocked(lane)).toEqual([]);
     expect(await redis.exists(keys.blocked(lane))).toBe(0);
     const rb = (await store.get(b.id))!;
@@ -150,11 +162,13 @@ describe('CardStore on real Redis', () => {
   it('emits one event per transition into the stream, typed card.<state> unless overridden', async () => {
     const card = newCard();
     await store.create(card);
-    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-e', slot: 'w1/0' });
-    await store.transition(card, { state: 'blocked', attempt: 1, sandboxId: 'sb-e', blockedReason: 'sandbox-dead', observedExitCode: 0, verdict: 'sandbox-dead' });
-    await store.transition(card, { state: 'queued', attempt: 1, event: 'card.redriven', message: 'replacement live' });
-    await store.transition(card, { state: 'running', attempt: 1, sandboxId: 'sb-f' });
-    await store.transition(card, { state: 'failed', attempt: 1, failedReason: 'command-failed', exitCode: 3, message: 'agent exited 3' });
+    const r1 = await runAs(card, 'e1');
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-e', slot: 'w1/0' }, r1);
+    await store.transition(card, { to: 'blocked', attempt: 1, sandboxId: 'sb-e', blockedReason: 'sandbox-dead', observedExitCode: 0, verdict: 'sandbox-dead', retryAt: T0 }, r1);
+    await store.transition(card, { to: 'queued', attempt: 1, event: 'card.redriven', message: 'replacement live' }, board);
+    const r2 = await runAs(card, 'e2');
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-f' }, r2);
+    await store.transition(card, { to: 'failed', attempt: 1, failedReason: 'command-failed', exitCode: 3, message: 'agent exited 3' }, r2);
 
     const seen = await eventsOf(card.id);
     expect(seen.map((e) => e.type)).toEqual(['card.queued', 'card.running', 'card.blocked', 'card.redriven', 'card.running', 'card.failed']);
@@ -174,12 +188,16 @@ describe('CardStore on real Redis', () => {
     }
   });
 
-  it('a failedReason left from an earlier failure is not reported once the card runs again', async () => {
+  it('a failed card stays failed: a later move out of it is refused and writes nothing', async () => {
     const card = newCard();
     await store.create(card);
-    await store.transition(card, { state: 'failed', attempt: 1, failedReason: 'command-failed' });
-    await store.transition(card, { state: 'queued', attempt: 1 });
-    expect((await store.get(card.id))!.failedReason).toBeUndefined();
+    const r = await runAs(card, 'f1');
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, r);
+    await store.transition(card, { to: 'failed', attempt: 1, failedReason: 'command-failed' }, r);
+    expect(await store.transition(card, { to: 'queued', attempt: 1 }, board)).toEqual({ ok: false, refusal: 'illegal', state: 'failed' });
+    const record = (await store.get(card.id))!;
+    expect(record).toMatchObject({ state: 'failed', failedReason: 'command-failed' });
+    expect(record.history.map((h) => h.state)).toEqual(['queued', 'running', 'failed']);
   });
 });
 
@@ -204,11 +222,11 @@ describe('FleetStore on real Redis', () => {
     await fleet.beat(w1, T0);
     await fleet.beat(w2, T0 + 5);
     await fleet.beat(w1, T0 + 10);
-    let beats = await fleet.heartbeats();
+    let beats = await fleet.beats();
     expect(beats[w1]).toBe(T0 + 10);
     expect(beats[w2]).toBe(T0 + 5);
     await fleet.forgetWorker(w1);
-    beats = await fleet.heartbeats();
+    beats = await fleet.beats();
     expect(beats[w1]).toBeUndefined();
     expect(beats[w2]).toBe(T0 + 5);
   });

@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LaneConfigSchema, type Card } from '@lanes/contracts';
-import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys } from '@lanes/queue';
+import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys, type CardWriter } from '@lanes/queue';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
@@ -19,7 +19,7 @@ describe('LaneQueues on real Redis', () => {
     server = await startRedis();
     redis = createRedis(server.url);
     events = new EventLog(redis);
-    store = new CardStore({ redis, events, now: Date.now });
+    store = new CardStore({ redis, now: Date.now });
   });
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
@@ -42,6 +42,12 @@ describe('LaneQueues on real Redis', () => {
   }
 
   const jobKey = (lane: string, id: string) => `${QUEUE_PREFIX}:${lane}:${id}`;
+  /** Gives the card's job a lock held by `token`, as a worker taking it would, and writes as that run. */
+  const runAs = async (c: Card, token: string): Promise<CardWriter> => {
+    await redis.set(keys.jobLock(c.lane, c.id), token);
+    return { kind: 'run', token };
+  };
+  const board: CardWriter = { kind: 'board' };
   const eventTypes = async (cardId: string) => (await events.recent(1_000)).filter((e) => e.cardId === cardId).map((e) => e.type);
 
   it('enqueue creates the BullMQ job with jobId = card id under prefix lanes, with the lane job options', async () => {
@@ -73,7 +79,9 @@ describe('LaneQueues on real Redis', () => {
     const { queues, queue, card } = laneQueues();
     const c = card();
     await store.create(c);
-    await store.transition(c, { state: 'done', attempt: 1 });
+    const run = await runAs(c, 't1');
+    await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb' }, run);
+    await store.transition(c, { to: 'done', attempt: 1 }, run);
     expect(await queues.enqueue(c)).toEqual({ created: false, id: c.id, state: 'done' });
     expect(await queue.getJob(c.id)).toBeUndefined();
   });
@@ -114,7 +122,9 @@ describe('LaneQueues on real Redis', () => {
     expect(await queues.cancel(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'cancelled' });
     const d = card();
     await store.create(d);
-    await store.transition(d, { state: 'failed', attempt: 2, failedReason: 'command-failed' });
+    const run = await runAs(d, 't2');
+    await store.transition(d, { to: 'running', attempt: 2, sandboxId: 'sb' }, run);
+    await store.transition(d, { to: 'failed', attempt: 2, failedReason: 'command-failed' }, run);
     expect(await queues.cancel(d.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'failed' });
     expect(await queues.cancel(uid('missing'))).toMatchObject({ ok: false, code: 'CARD_NOT_FOUND' });
   });
@@ -127,7 +137,7 @@ describe('LaneQueues on real Redis', () => {
     closers.push(() => worker.close());
     const job = await worker.getNextJob('test-token');
     expect(job?.id).toBe(c.id);
-    await store.transition(c, { state: 'running', attempt: 1, sandboxId: 'sb-1' });
+    expect(await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb-1' }, { kind: 'run', token: 'test-token' })).toMatchObject({ ok: true });
 
     const sub = createRedis(server.url);
     closers.push(async () => sub.disconnect());
@@ -141,12 +151,26 @@ describe('LaneQueues on real Redis', () => {
     expect((await store.get(c.id))!.state).toBe('running');
   });
 
+  it('cancel of a card left running by a vanished run (its job waiting again) cancels it as that run', async () => {
+    const { queues, queue, card } = laneQueues();
+    const c = card();
+    await queues.enqueue(c);
+    await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb-gone' }, await runAs(c, 'gone'));
+    // The lock lapsed with its worker; the stalled check put the job back to waiting.
+    await redis.del(keys.jobLock(c.lane, c.id));
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+
+    expect(await queues.cancel(c.id)).toEqual({ ok: true, state: 'cancelled' });
+    expect(await queue.getJob(c.id)).toBeUndefined();
+    expect((await store.get(c.id))!.history.map((h) => h.state)).toEqual(['queued', 'running', 'cancelled']);
+  });
+
   it('redrive promotes a delayed job to waiting and records the card queued with card.redriven', async () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
     await store.create(c);
     await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead' });
+    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
     expect(await (await queue.getJob(c.id))!.getState()).toBe('delayed');
     expect((await store.blocked(lane.name)).map((b) => b.id)).toEqual([c.id]);
 
@@ -172,7 +196,7 @@ describe('LaneQueues on real Redis', () => {
     const c = card();
     await store.create(c);
     await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { state: 'blocked', attempt: 2, blockedReason: 'needs-human', message: 'which branch?' });
+    await store.transition(c, { to: 'blocked', attempt: 2, blockedReason: 'needs-human', message: 'which branch?', retryAt: Date.now() + 3_600_000 }, board);
 
     expect(await queues.unblock(c.id, 'use main')).toEqual({ ok: true, state: 'queued' });
     expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
@@ -188,9 +212,10 @@ describe('LaneQueues on real Redis', () => {
     const c = card();
     await queues.enqueue(c);
     expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'queued' });
-    await store.transition(c, { state: 'running', attempt: 1 });
+    const run = await runAs(c, 't3');
+    await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb' }, run);
     expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'running' });
-    await store.transition(c, { state: 'done', attempt: 1 });
+    await store.transition(c, { to: 'done', attempt: 1 }, run);
     expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'done' });
     expect(await queues.unblock(uid('missing'))).toMatchObject({ ok: false, code: 'CARD_NOT_FOUND' });
   });
@@ -203,7 +228,7 @@ describe('LaneQueues on real Redis', () => {
     closers.push(() => worker.close());
     expect((await worker.getNextJob('test-token'))?.id).toBe(c.id);
     // The worker recorded blocked but has not moved the job to delayed yet.
-    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help' });
+    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, { kind: 'run', token: 'test-token' });
 
     expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'blocked' });
     const record = (await store.get(c.id))!;
@@ -218,7 +243,7 @@ describe('LaneQueues on real Redis', () => {
     const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
     closers.push(() => worker.close());
     const job = (await worker.getNextJob('test-token'))!;
-    await store.transition(c, { state: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help' });
+    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, { kind: 'run', token: 'test-token' });
 
     const unblocking = queues.unblock(c.id);
     // The worker finishes its hand-over while unblock is waiting for it.

@@ -4,8 +4,10 @@ import {
   canaryCommand,
   classify,
   planProbe,
+  planSecondCanary,
   readCanary,
   suspectOf,
+  type CanaryReading,
   type CommandOutcome,
   type ProbeFinding,
   type ProviderErrorKind,
@@ -15,6 +17,8 @@ export interface CheckedCommand {
   outcome: CommandOutcome;
   result?: ExecResult;
   verdict: Verdict;
+  /** The exec's transport failed and the sandbox answered: re-run without spending an attempt. */
+  transportFailed: boolean;
   observedExitCode: ObservedExitCode;
   reason: string;
 }
@@ -43,7 +47,9 @@ export async function execOutcome(
       outcome: { kind: 'exited', exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, timedOut: result.timedOut, cancelled: result.cancelled },
     };
   } catch (err) {
-    return { outcome: { kind: 'threw', error: errorKind(err), message: err instanceof Error ? err.message : String(err) } };
+    const message = err instanceof Error ? err.message : String(err);
+    const seen = err instanceof SandboxGoneError && err.observedExitCode !== undefined ? { observedExitCode: err.observedExitCode } : {};
+    return { outcome: { kind: 'threw', error: errorKind(err), message, ...seen } };
   }
 }
 
@@ -59,9 +65,25 @@ export async function probe(handle: SandboxHandle, deps: CheckDeps): Promise<Pro
     return { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) };
   }
   if (poll.state !== 'live') return { kind: 'polled', poll };
-  const nonce = deps.newNonce();
-  const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs: deps.canaryTimeoutMs });
-  return readCanary(outcome, nonce).finding;
+  return (await runCanary(handle, deps)).finding;
+}
+
+/**
+ * The nonce canary, written once for every caller (probe, a new sandbox's readiness, the breaker's
+ * half-open probe): `echo <nonce>` with a deadline, and a second, longer one when the first was
+ * only late (slow is not silent).
+ */
+export async function runCanary(handle: SandboxHandle, deps: CheckDeps): Promise<CanaryReading> {
+  const once = async (timeoutMs: number): Promise<CanaryReading> => {
+    const nonce = deps.newNonce();
+    const { outcome } = await execOutcome(handle, canaryCommand(nonce), { timeoutMs });
+    return readCanary(outcome, nonce);
+  };
+  const first = await once(deps.canaryTimeoutMs);
+  const plan = planSecondCanary(first, { canaryTimeoutMs: deps.canaryTimeoutMs });
+  if (plan.action === 'accept') return first;
+  const second = await once(plan.canaryTimeoutMs);
+  return { ...second, reason: `${plan.reason}; second canary: ${second.reason}` };
 }
 
 /** Runs one command and reads it the way the supervisor does (rules 1 and 2). */
@@ -72,8 +94,8 @@ export async function checkedExec(
   deps: CheckDeps,
 ): Promise<CheckedCommand> {
   const { outcome, result } = await execOutcome(handle, argv, options);
-  const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs });
-  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : { kind: 'not-probed' };
+  const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
+  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
   const c = classify(outcome, finding);
-  return { outcome, result, verdict: c.verdict, observedExitCode: c.observedExitCode, reason: c.reason };
+  return { outcome, result, verdict: c.verdict, transportFailed: c.transportFailed, observedExitCode: c.observedExitCode, reason: c.reason };
 }

@@ -76,6 +76,7 @@ async function prepare(deps: RunDeps, paths: CardPaths, card: Card, lane: LaneCo
 /** Verdicts that end the run whatever the step: cancel, death, outage. */
 function interruption(c: CheckedCommand, step: Step): RunOutcome | undefined {
   if (c.outcome.kind === 'exited' && c.outcome.cancelled && !c.outcome.timedOut) return { kind: 'cancelled', step };
+  if (c.transportFailed) return { kind: 'interrupted', message: c.reason, step };
   switch (c.verdict) {
     case 'sandbox-dead':
       return { kind: 'sandbox-dead', observedExitCode: c.observedExitCode, message: c.reason, step };

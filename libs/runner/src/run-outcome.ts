@@ -10,4 +10,6 @@ export type RunOutcome =
   | { kind: 'failed'; failedReason: 'command-failed' | 'timeout'; exitCode?: number; message: string; step: Step }
   | { kind: 'cancelled'; step: Step }
   | { kind: 'sandbox-dead'; observedExitCode: ObservedExitCode; message: string; step: Step }
-  | { kind: 'provider-outage'; message: string; step: Step };
+  | { kind: 'provider-outage'; message: string; step: Step }
+  /** The exec failed in transport while the sandbox stayed fine: run the card again, no attempt spent. */
+  | { kind: 'interrupted'; message: string; step: Step };

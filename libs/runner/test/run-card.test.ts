@@ -233,15 +233,31 @@ describe('runCard on a real local sandbox', () => {
     expect(await run(c, lane(), { attempt: 2 })).toEqual({ kind: 'done', step: 'agent' });
   });
 
-  it('killing the sandbox root pid mid-run is sandbox-dead with observedExitCode 137', async () => {
+  it('killing the sandbox root pid mid-run is sandbox-dead with observedExitCode 137, taken from the exec without a second poll', async () => {
     const doomed = await provider.create({ image: 'local', tags: { lane: 'runner-test', slot: '1', worker: `w-${process.pid}` } });
     try {
       const watch = started();
-      const running = run(card({ mode: 'sleep' }), lane(), { on: doomed, onOutput: watch.onOutput });
+      let polls = 0;
+      // The real handle, with its poll() calls counted: recovery must reuse what the exec saw.
+      const counted: SandboxHandle = {
+        id: doomed.id,
+        provider: doomed.provider,
+        workdir: doomed.workdir,
+        exec: (argv, options) => doomed.exec(argv, options),
+        poll: () => {
+          polls++;
+          return doomed.poll();
+        },
+        writeFile: (path, data) => doomed.writeFile(path, data),
+        readFile: (path) => doomed.readFile(path),
+        terminate: () => doomed.terminate(),
+      };
+      const running = run(card({ mode: 'sleep' }), lane(), { on: counted, onOutput: watch.onOutput });
       await watch.promise;
       process.kill(doomed.pid!, 'SIGKILL');
       const outcome = await running;
       expect(outcome).toMatchObject({ kind: 'sandbox-dead', observedExitCode: 137, step: 'agent' });
+      expect(polls).toBe(0);
       expect(await doomed.poll()).toEqual({ state: 'exited', exitCode: 137 });
       // The sandbox this file shares is untouched.
       expect(await handle.poll()).toEqual({ state: 'live' });

@@ -4,6 +4,7 @@
 //   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled}
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
 import { spawn } from 'node:child_process';
+import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { killTree } from './kill-escalation.mjs';
@@ -23,6 +24,18 @@ const STDIO_DRAIN_MS = 100;
 const LIFETIME_EXIT_CODE = 124;
 const EXEC_ID_ENV = 'LANES_EXEC_ID';
 const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
+/** The fd of the lifeline: the host holds the other end, so it reads EOF the moment the host dies. */
+const LIFELINE_FD_ENV = 'LANES_SANDBOX_LIFELINE_FD';
+/** Exit code of the init when its host (the worker) died: nobody is left to read the result. */
+const HOST_GONE_EXIT_CODE = 125;
+/** While ending, sweep the sandbox's processes this often until none is left... */
+const END_SWEEP_INTERVAL_MS = 10;
+/** ...but exit after this long regardless; in a PID namespace our exit takes the rest with it. */
+const END_SWEEP_LIMIT_MS = 500;
+
+const LIFELINE_FD = Number(process.env[LIFELINE_FD_ENV] ?? '-1');
+// Commands have no use for it.
+delete process.env[LIFELINE_FD_ENV];
 
 // Once the host is gone (worker SIGKILLed) writes fail with EPIPE. The sandbox must survive that so
 // the supervisor can reap it by id, so channel errors are swallowed, never fatal.
@@ -170,18 +183,48 @@ function reportSpawnFailure(id, argv, cwd, error) {
   send({ t: 'exit', id, code, timedOut: false, cancelled: false });
 }
 
-if (LIFETIME_MS > 0) {
-  // Backstop for sandboxes nobody reaps (owner and supervisor both gone). Inside a PID namespace our
-  // exit takes everything with it; in a plain process group we must sweep our own processes first.
-  setTimeout(() => {
-    const exclude = new Set([process.pid, process.ppid]);
-    for (const p of findByEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude)) {
+/**
+ * Ends the whole sandbox. Inside a PID namespace our exit takes everything with it (pid 1 is the
+ * sh that waits for us); in a plain process group commands run in their own sessions, so every
+ * process carrying this sandbox's id is SIGKILLed, pass after pass until none is left, first.
+ */
+let ending = false;
+function endSandbox(exitCode) {
+  if (ending) return;
+  ending = true;
+  const exclude = new Set([process.pid, process.ppid]);
+  const deadline = Date.now() + END_SWEEP_LIMIT_MS;
+  const sweep = () => {
+    const members = findByEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude);
+    for (const p of members) {
       try {
         process.kill(p.pid, 'SIGKILL');
       } catch {
         // already gone
       }
     }
-    process.exit(LIFETIME_EXIT_CODE);
-  }, LIFETIME_MS);
+    if (members.length === 0 || Date.now() > deadline) process.exit(exitCode);
+    setTimeout(sweep, END_SWEEP_INTERVAL_MS);
+  };
+  sweep();
+}
+
+if (LIFELINE_FD >= 0) {
+  // Lifeline: the sandbox ends with its host, even a SIGKILLed one (the kernel closes the host's end,
+  // and we read EOF), so no agent goes on working a card nobody owns. The host never writes on it.
+  try {
+    const lifeline = new Socket({ fd: LIFELINE_FD, readable: true, writable: false });
+    lifeline.on('data', () => {});
+    lifeline.once('end', () => endSandbox(HOST_GONE_EXIT_CODE));
+    lifeline.once('close', () => endSandbox(HOST_GONE_EXIT_CODE));
+    lifeline.on('error', () => endSandbox(HOST_GONE_EXIT_CODE));
+  } catch (error) {
+    process.stderr.write(`lanes-init: cannot watch lifeline fd ${LIFELINE_FD}: ${error?.message ?? error}\n`);
+    process.exit(HOST_GONE_EXIT_CODE);
+  }
+}
+
+if (LIFETIME_MS > 0) {
+  // Backstop for sandboxes nobody reaps (owner and supervisor both gone).
+  setTimeout(() => endSandbox(LIFETIME_EXIT_CODE), LIFETIME_MS);
 }

@@ -8,6 +8,7 @@ export { LocalSandboxProvider, createLocalProvider, newLocalSandboxId, DEFAULT_L
 export { LocalSandbox, type LocalSandboxState } from './local-sandbox.js';
 export { detectIsolation, type IsolationMode } from './isolation.js';
 export { sandboxMembers, SANDBOX_ID_ENV, EXEC_ID_ENV } from './sandbox-reaper.js';
+export { isAlive } from './proc.js';
 export { syncFiles, unpackArgv, DEFAULT_SYNC_MAX_ARG_BYTES, DEFAULT_SYNC_MAX_FILES_PER_BATCH, DEFAULT_SYNC_MAX_BATCH_BYTES, type SyncTarget, type SyncFilesOptions, type SyncProgress, type SyncSummary } from './file-sync.js';
 export { buildTar, type TarEntry } from './tar-writer.js';
 export { toLanesError as toModalLanesError, isGone as isModalSandboxGone, MODAL_PROVIDER_NAME, type ModalErrorScope } from './modal-errors.js';

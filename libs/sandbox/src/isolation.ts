@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
  *   when the root dies the kernel kills everything inside, exactly like a container.
  * - `process-group`: a detached process group (no namespace support, e.g. unprivileged). Commands
  *   run in their own groups, so the host must sweep them when the root dies.
+ * In both, the init watches a lifeline (LIFELINE_FD) and ends the sandbox when the host that
+ * created it dies: it sweeps its members itself, then exits (which, in a namespace, ends the rest).
  */
 export type IsolationMode = 'pid-namespace' | 'process-group';
 
@@ -13,6 +15,9 @@ export type IsolationMode = 'pid-namespace' | 'process-group';
 const UNSHARE_PROBE_TIMEOUT_MS = 5_000;
 
 const UNSHARE_ARGS = ['--pid', '--fork', '--kill-child', '--mount-proc'] as const;
+
+/** The fd the sandbox root inherits the lifeline on (the first after stdio). */
+export const LIFELINE_FD = 3;
 
 let detected: IsolationMode | undefined;
 
@@ -47,7 +52,7 @@ export function rootCommand(mode: IsolationMode, init: readonly string[]): RootC
     return { command, args };
   }
   // A background job's stdin is /dev/null in a non-interactive sh, so the control channel (stdin)
-  // is handed over through fd 3 explicitly.
-  const script = 'exec 3<&0; "$@" <&3 3<&- & exec 3<&-; wait $!';
+  // is handed over through fd 9 explicitly (fd 3 is the lifeline, passed through untouched).
+  const script = 'exec 9<&0; "$@" <&9 9<&- & exec 9<&-; wait $!';
   return { command: 'unshare', args: [...UNSHARE_ARGS, '--', '/bin/sh', '-c', script, 'lanes-sandbox', ...init] };
 }

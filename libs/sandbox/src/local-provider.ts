@@ -16,11 +16,12 @@ import { bestEffort, type CleanupErrorSink } from './best-effort.js';
 import { DeadlineExceeded, withDeadline } from './deadline.js';
 import { exitCodeOf } from './exec-result.js';
 import { InitChannel } from './init-channel.js';
-import { detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
+import { LIFELINE_FD, detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { childrenOf, isAlive, readStat } from './proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from './provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from './sandbox-reaper.js';
+import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
 import {
   isValidSandboxId,
   listRecords,
@@ -71,9 +72,11 @@ export interface LocalProviderOptions {
  * fresh PID namespace where allowed) running `runtime/local-init.mjs`, which executes commands on
  * request. Its `pid` is the host pid whose SIGKILL ends everything in the sandbox.
  *
- * Sandboxes deliberately outlive the process that created them (no PDEATHSIG, detached): when a
- * worker is SIGKILLed, the supervisor lists them from `baseDir` and terminates them by id.
- * Local sandboxes share the host filesystem and are not a security boundary.
+ * Sandboxes end with the process that created them, even when it is SIGKILLed: the root inherits
+ * a lifeline (fd 3) whose other end only this process holds, and the init ends the sandbox on its
+ * EOF. Detaching (`close()`) keeps them running while this process lives; the supervisor still
+ * lists leftovers from `baseDir` and terminates them by id. Local sandboxes share the host
+ * filesystem and are not a security boundary.
  */
 export class LocalSandboxProvider implements SandboxProvider {
   readonly name = 'local';
@@ -130,8 +133,11 @@ export class LocalSandboxProvider implements SandboxProvider {
       env: this.sandboxEnv(spec, id, workdir),
       // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      // fd 3 is the lifeline: the init reads EOF on it when this process dies, however it dies.
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
+    // Never written, never read: it must not keep this process alive, only die with it.
+    lifelineOf(root)?.unref();
     const rootExited = new Promise<number>((resolve) => {
       root.once('exit', (code, signal) => resolve(exitCodeOf(code, signal)));
     });
@@ -144,6 +150,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       isolation,
       rootPid: root.pid ?? -1,
       rootStartTime: root.pid === undefined ? -1 : (readStat(root.pid)?.startTime ?? -1),
+      ...ownerOf(process.pid),
       workdir,
       createdAt: new Date(this.deps.now()).toISOString(),
     };
@@ -182,12 +189,24 @@ export class LocalSandboxProvider implements SandboxProvider {
     return handle;
   }
 
-  /** Live sandboxes under `baseDir` whose tags match every given tag — including ones other processes created. */
+  /**
+   * Live sandboxes under `baseDir` whose tags match every given tag — including ones other processes
+   * created. Along the way it removes the directories of sandboxes that ended with their creator
+   * (root dead, creator gone, no process left): nobody can read them any more, and no one else
+   * would clean them up.
+   */
   async list(tags: Partial<SandboxTags> = {}): Promise<SandboxRef[]> {
     const records = await listRecords(this.baseDir);
-    return records
-      .filter((r) => isAlive(r.rootPid, r.rootStartTime) && tagsMatch(r.tags, tags))
-      .map((r) => ({ id: r.id, tags: { ...r.tags }, pid: r.rootPid }));
+    const live: SandboxRef[] = [];
+    for (const r of records) {
+      if (isAlive(r.rootPid, r.rootStartTime)) {
+        const owner = ownerAlive(r);
+        if (tagsMatch(r.tags, tags)) live.push({ id: r.id, tags: { ...r.tags }, pid: r.rootPid, ...(owner === undefined ? {} : { ownerAlive: owner }) });
+      } else if (endedWithOwner(r)) {
+        await bestEffort('remove sandbox dir left by a dead creator', () => rm(sandboxDir(this.baseDir, r.id), { recursive: true, force: true }), this.deps.onCleanupError);
+      }
+    }
+    return live;
   }
 
   /** Kills the sandbox's processes and removes its directory. Unknown or already-gone ids succeed. */
@@ -204,7 +223,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     await rm(sandboxDir(this.baseDir, id), { recursive: true, force: true });
   }
 
-  /** Stops talking to this process's sandboxes without ending them (they stay reapable by id). */
+  /** Stops talking to this process's sandboxes without ending them (they stay reapable by id, and still end when this process does). */
   async close(): Promise<void> {
     this.closed = true;
     for (const handle of this.handles.values()) handle.detach();
@@ -217,6 +236,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       ...spec.env,
       [SANDBOX_ID_ENV]: id,
       LANES_SANDBOX_WORKDIR: workdir,
+      LANES_SANDBOX_LIFELINE_FD: String(LIFELINE_FD),
     };
     if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
     return env;
@@ -273,6 +293,11 @@ function firstPong(root: ChildProcess, channel: InitChannel, stderrTail: () => s
       resolve();
     });
   });
+}
+
+function lifelineOf(root: ChildProcess): { unref(): void } | undefined {
+  const stream = root.stdio[LIFELINE_FD] as { unref?: () => void } | null | undefined;
+  return stream?.unref ? (stream as { unref(): void }) : undefined;
 }
 
 function collectTail(root: ChildProcess): () => string {

@@ -152,7 +152,7 @@ export class LocalSandbox implements SandboxHandle {
     if (this.stateValue !== 'live') return;
     this.stateValue = 'exited';
     const tail = this.params.stderrTail().trim();
-    this.failAll(new SandboxGoneError(this.id, `root exited with ${code}${tail ? `; init stderr: ${tail}` : ''}`));
+    this.failAll(new SandboxGoneError(this.id, `root exited with ${code}${tail ? `; init stderr: ${tail}` : ''}`, { observedExitCode: code }));
     // In a namespace the kernel has already killed everything; in a process group the commands
     // live on in their own groups, so sweep them. Done in both modes: it is the guarantee that a
     // dead sandbox leaves nothing running.
@@ -169,7 +169,7 @@ export class LocalSandbox implements SandboxHandle {
       case 'live':
         return;
       case 'exited':
-        throw new SandboxGoneError(this.id, `root exited with ${this.rootExitCode ?? 'unknown'}`);
+        throw new SandboxGoneError(this.id, `root exited with ${this.rootExitCode ?? 'unknown'}`, this.rootExitCode === undefined ? {} : { observedExitCode: this.rootExitCode });
       case 'terminated':
         throw new SandboxGoneError(this.id, 'terminated');
       case 'detached':

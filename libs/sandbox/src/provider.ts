@@ -63,6 +63,11 @@ export interface SandboxRef {
   tags: Partial<SandboxTags>;
   /** Host pid, for the local provider. */
   pid?: number;
+  /**
+   * Local provider only: whether the process that created it still runs on this host. A worker cut
+   * off from Redis is silent but alive, and its sandboxes are not orphans. Absent: not knowable.
+   */
+  ownerAlive?: boolean;
 }
 
 export interface SandboxProvider {

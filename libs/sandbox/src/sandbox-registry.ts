@@ -23,6 +23,9 @@ export interface SandboxRecord {
   /** Host pid of the namespace's pid 1; the sandbox is fully gone once it is. Namespace mode only. */
   nsInitPid?: number;
   nsInitStartTime?: number;
+  /** The process that created it (same host); the sandbox ends with it through the lifeline. */
+  ownerPid?: number;
+  ownerStartTime?: number;
   workdir: string;
   createdAt: string;
 }

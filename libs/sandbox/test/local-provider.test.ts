@@ -11,6 +11,8 @@ import { outputWatcher, waitFor } from './support/wait-for.js';
 
 /** A dead root must fail the running exec within this (it takes one exit event, not a poll). */
 const DEAD_ROOT_NOTICE_MS = 1_000;
+/** DESIGN rule 6: local sandboxes end within 1 s of their worker's death, however it died. */
+const OWNER_DEATH_END_MS = 1_000;
 const CREATE_AND_WAIT = fileURLToPath(new URL('./support/create-and-wait.ts', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -111,7 +113,7 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     expect(pgrp).toBe(pid);
   });
 
-  it('a sandbox survives its creator being SIGKILLed; another process lists it by tags and terminates it by id', async () => {
+  it('a sandbox ends with its creator: SIGKILL the creating process and within 1 s no process of the sandbox is alive', async () => {
     const { provider, baseDir } = await setup();
     const worker = uniqueNonce('worker');
     const nonce = uniqueNonce('orphan');
@@ -129,23 +131,22 @@ describe.each(modes)('local provider (%s)', (isolation) => {
       child.once('exit', (code) => reject(new Error(`creator exited early with ${code}`)));
     });
     const created = JSON.parse(line) as { id: string; pid: number };
+    // The command escaped into its own session (setsid): only the sandbox itself can still find it.
+    await waitFor('the escaped command to run', () => marked(nonce).length >= 2);
+    expect(sandboxMembers(created.id).length).toBeGreaterThan(0);
+
     const creatorExited = new Promise((resolve) => child.once('exit', resolve));
     process.kill(child.pid!, 'SIGKILL');
     await creatorExited;
-
-    // The orphan (and the command it was running) outlives its worker...
-    expect(marked(nonce).length).toBeGreaterThan(0);
-    const listed = await provider.list({ worker });
-    expect(listed).toEqual([{ id: created.id, tags: { lane: 'reap', slot: 'slot-1', worker }, pid: created.pid }]);
-    expect(await provider.list({ worker: 'someone-else' })).toEqual([]);
-
-    // ...until the supervisor, which never had a handle on it, reaps it by id.
-    await provider.terminateById(created.id);
-    expect(sandboxMembers(created.id)).toEqual([]);
-    expect(marked(nonce)).toEqual([]);
-    expect(isAlive(created.pid)).toBe(false);
-    await expect(stat(`${baseDir}/${created.id}`)).rejects.toMatchObject({ code: 'ENOENT' });
+    await waitFor(
+      'every process of the sandbox to be gone',
+      () => sandboxMembers(created.id).length === 0 && marked(nonce).length === 0 && !isAlive(created.pid),
+      { timeoutMs: OWNER_DEATH_END_MS, intervalMs: 10 },
+    );
+    // Its directory is left for the supervisor's next listing, which removes it: nobody can read it any more.
+    await expect(stat(`${baseDir}/${created.id}`)).resolves.toBeTruthy();
     expect(await provider.list({ worker })).toEqual([]);
+    await expect(stat(`${baseDir}/${created.id}`)).rejects.toMatchObject({ code: 'ENOENT' });
     await provider.terminateById(created.id);
   });
 
@@ -206,6 +207,8 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     const b = await provider.create(testSpec('slot-b'));
     expect((await a.exec(['printenv', 'LANES_TEST_SPEC_ENV'])).stdout).toBe('from-spec\n');
     expect((await provider.list({ slot: 'slot-b' })).map((ref) => ref.id)).toEqual([b.id]);
+    // The creator (this process) is alive, and the listing says so: its sandboxes are nobody's orphans.
+    expect((await provider.list({ slot: 'slot-b' }))[0]?.ownerAlive).toBe(true);
     expect((await provider.list({ lane: 'contract' })).map((ref) => ref.id).sort()).toEqual([a.id, b.id].sort());
     await provider.terminateById('lsb-never-existed');
     await provider.terminateById('../../etc');

@@ -14,6 +14,12 @@ export interface Classification {
   countsTowardBreaker: boolean;
   /** Whether rule 1 judged the outcome suspect (so whether the finding was consulted). */
   suspect: boolean;
+  /**
+   * The exec call itself failed in transport (not a finding about the sandbox) and the sandbox then
+   * answered its canary: the command's fate is unknown, so this is not the command's failure and
+   * must spend no attempt. The verdict stays `command-failed` (the sandbox is fine); callers re-run.
+   */
+  transportFailed: boolean;
   reason: string;
 }
 
@@ -28,12 +34,16 @@ export interface Classification {
  * Suspect, by finding:
  *   polled exited(code)          → sandbox-dead,    observed = code (0 stays 0)
  *   polled missing               → sandbox-dead,    "unknown"
- *   polled live, canary answered → command-failed,  observed = command's exit code, or "unknown" if exec threw
+ *   polled live, canary answered → command-failed,  observed = command's exit code, or "unknown" if exec threw;
+ *                                  when exec threw provider-unavailable, `transportFailed`: no attempt spent
  *   polled live, canary silent   → sandbox-dead (wedged), "unknown"
  *   polled live, no canary run   → command-failed,  "unknown" (inconclusive: unknown never destroys)
  *   probe-failed sandbox-gone    → sandbox-dead,    "unknown" (the provider's explicit finding)
  *   probe-failed provider-unavailable → provider-outage, "unknown", countsTowardBreaker
- *                                  (the ONLY path to provider-outage)
+ *                                  (the ONLY path to provider-outage), except after an exec
+ *                                  that reported the sandbox gone: that explicit finding stands
+ *                                  and a probe that could not reach the provider adds nothing
+ *                                  → sandbox-dead, "unknown"
  *   probe-failed other           → command-failed,  "unknown"
  *   not-probed                   → command-failed,  "unknown"
  */
@@ -43,15 +53,16 @@ export function classify(outcome: CommandOutcome, finding: ProbeFinding): Classi
     // Only `exited` outcomes can be non-suspect; a throw is always suspect.
     const exitCode = outcome.kind === 'exited' ? outcome.exitCode : 'unknown';
     const verdict: Verdict = exitCode === 0 ? 'ok' : 'command-failed';
-    return { verdict, observedExitCode: exitCode, countsTowardBreaker: false, suspect: false, reason: suspicion.reason };
+    return { verdict, observedExitCode: exitCode, countsTowardBreaker: false, suspect: false, transportFailed: false, reason: suspicion.reason };
   }
 
   const why = suspicion.detail;
-  const result = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker = false) => ({
+  const result = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker = false, transportFailed = false) => ({
     verdict,
     observedExitCode,
     countsTowardBreaker,
     suspect: true,
+    transportFailed,
     reason: `${why}; ${found}`,
   });
 
@@ -59,13 +70,16 @@ export function classify(outcome: CommandOutcome, finding: ProbeFinding): Classi
     case 'not-probed':
       return result('command-failed', 'unknown', 'not probed: unknown never destroys a sandbox');
     case 'probe-failed':
+      if (outcome.kind === 'threw' && outcome.error === 'sandbox-gone' && finding.error === 'provider-unavailable') {
+        return result('sandbox-dead', 'unknown', `exec reported the sandbox gone and the probe could not reach the provider (${finding.message}): the exec's finding stands`);
+      }
       return fromProbeFailure(finding, result);
     case 'polled':
       return fromPoll(outcome, finding, result);
   }
 }
 
-type Make = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker?: boolean) => Classification;
+type Make = (verdict: Verdict, observedExitCode: ObservedExitCode, found: string, countsTowardBreaker?: boolean, transportFailed?: boolean) => Classification;
 
 function fromProbeFailure(finding: Extract<ProbeFinding, { kind: 'probe-failed' }>, result: Make): Classification {
   switch (finding.error) {
@@ -89,6 +103,9 @@ function fromPoll(outcome: CommandOutcome, finding: Extract<ProbeFinding, { kind
         return result('sandbox-dead', 'unknown', 'poll: live, but the canary was silent: the sandbox is wedged');
       }
       if (finding.canary === 'answered') {
+        if (outcome.kind === 'threw' && outcome.error === 'provider-unavailable') {
+          return result('command-failed', 'unknown', 'poll: live and the canary answered, but exec failed in transport: the command did not fail, re-run it', false, true);
+        }
         const own = outcome.kind === 'exited' ? outcome.exitCode : 'unknown';
         return result('command-failed', own, 'poll: live and the canary answered: the command itself failed');
       }

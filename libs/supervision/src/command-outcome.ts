@@ -16,4 +16,10 @@ export type CommandOutcome =
       /** The command was cancelled by the user and its process group was killed. */
       cancelled: boolean;
     }
-  | { kind: 'threw'; error: ProviderErrorKind; message: string };
+  | {
+      kind: 'threw';
+      error: ProviderErrorKind;
+      message: string;
+      /** With `sandbox-gone`: the sandbox's exit code the provider saw while the command ran, if any. */
+      observedExitCode?: number;
+    };

@@ -5,6 +5,9 @@ export {
   planProbe,
   canaryCommand,
   readCanary,
+  planSecondCanary,
+  SECOND_CANARY_DEADLINE_FACTOR,
+  type SecondCanaryPlan,
   type ProbeFinding,
   type ProbeConfig,
   type ProbePlan,
@@ -35,7 +38,23 @@ export {
 export { evaluateInfraRetry, type InfraRetryDecision } from './infra-budget.js';
 export { selectRedrive, type BlockedCard, type RedriveTrigger, type RedriveDecision } from './redrive.js';
 export { desiredSlots, desiredWorkers, type LaneLoad, type SlotBounds, type SlotsDecision } from './desired-slots.js';
-export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
+export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanSnapshot, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
+export {
+  DEFAULT_LIVENESS_CONFIG,
+  INITIAL_LIVENESS_STATE,
+  LivenessTracker,
+  evaluateLiveness,
+  livenessOf,
+  trackBeats,
+  verdictsByWorker,
+  type BeatObservation,
+  type LivenessConfig,
+  type LivenessState,
+  type LivenessStep,
+  type TrackedWorker,
+} from './liveness.js';
+export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
+export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {
   DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
   evaluateFleet,
@@ -46,3 +65,4 @@ export {
 } from './fleet.js';
 export { isInsideWindow, pruneWindow } from './window.js';
 export { evaluateIdleProbe, type IdleProbeFinding, type IdleProbeDecision } from './idle-probe.js';
+export { evaluateIdleCanary, DEFAULT_MAX_FAILED_CANARIES, DEFAULT_IDLE_CANARY_CONFIG, type IdleCanaryConfig, type IdleCanaryDecision } from './idle-canary.js';

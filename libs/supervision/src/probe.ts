@@ -20,11 +20,22 @@ export interface ProbeConfig {
 
 export const DEFAULT_PROBE_CONFIG: ProbeConfig = { canaryTimeoutMs: defaults.DEFAULT_CANARY_TIMEOUT_MS };
 
-export type ProbePlan = { action: 'probe'; canaryTimeoutMs: number; reason: string } | { action: 'skip'; reason: string };
+export type ProbePlan =
+  | { action: 'probe'; canaryTimeoutMs: number; reason: string }
+  | { action: 'seen'; finding: ProbeFinding; reason: string }
+  | { action: 'skip'; reason: string };
 
-/** Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. */
-export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG): ProbePlan {
+/**
+ * Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. A suspect whose exec
+ * already reported the sandbox gone with the exit code it saw (failure 3: keep what was seen) is
+ * not polled again: that observation is the finding, so recovery makes no extra network call.
+ */
+export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG, outcome?: CommandOutcome): ProbePlan {
   if (!suspicion.suspect) return { action: 'skip', reason: `not suspect: ${suspicion.reason}` };
+  if (outcome?.kind === 'threw' && outcome.error === 'sandbox-gone' && outcome.observedExitCode !== undefined) {
+    const exitCode = outcome.observedExitCode;
+    return { action: 'seen', finding: { kind: 'polled', poll: { state: 'exited', exitCode } }, reason: `exec saw the sandbox exited(${exitCode}): no second poll` };
+  }
   return { action: 'probe', canaryTimeoutMs: config.canaryTimeoutMs, reason: `suspect (${suspicion.reason}): poll, then canary if live` };
 }
 
@@ -33,7 +44,28 @@ export function canaryCommand(nonce: string): readonly string[] {
   return ['echo', nonce];
 }
 
-export type CanaryReading = { finding: ProbeFinding; reason: string };
+export type CanaryReading = {
+  finding: ProbeFinding;
+  reason: string;
+  /** The canary ran but missed its deadline: slow, not yet proven silent (see planSecondCanary). */
+  missedDeadline?: boolean;
+};
+
+/**
+ * A late answer is not silence: a second canary with a longer deadline runs before a sandbox whose
+ * first canary missed its deadline is called wedged. 4× the deadline rides out a latency spike
+ * (a loaded host, a slow control plane) while a truly wedged sandbox still fails within seconds.
+ */
+export const SECOND_CANARY_DEADLINE_FACTOR = 4;
+
+export type SecondCanaryPlan = { action: 'accept'; reason: string } | { action: 'second'; canaryTimeoutMs: number; reason: string };
+
+/** Slow is not silent: only a canary that missed its deadline earns a second, longer one. */
+export function planSecondCanary(first: CanaryReading, config: ProbeConfig = DEFAULT_PROBE_CONFIG): SecondCanaryPlan {
+  if (!first.missedDeadline) return { action: 'accept', reason: first.reason };
+  const canaryTimeoutMs = config.canaryTimeoutMs * SECOND_CANARY_DEADLINE_FACTOR;
+  return { action: 'second', canaryTimeoutMs, reason: `first canary missed its ${config.canaryTimeoutMs} ms deadline: a second gets ${canaryTimeoutMs} ms before the sandbox is called wedged` };
+}
 
 /**
  * Turns the canary's outcome (run after poll() said live) into a finding.
@@ -51,7 +83,7 @@ export function readCanary(outcome: CommandOutcome, nonce: string): CanaryReadin
   }
   const live: PollResult = { state: 'live' };
   if (outcome.timedOut) {
-    return { finding: { kind: 'polled', poll: live, canary: 'silent' }, reason: 'canary missed its deadline' };
+    return { finding: { kind: 'polled', poll: live, canary: 'silent' }, reason: 'canary missed its deadline', missedDeadline: true };
   }
   const echoed = outcome.stdout.split('\n').some((line) => line.trim() === nonce);
   if (outcome.exitCode === 0 && echoed) {

@@ -64,6 +64,9 @@ describe('classify (rule 2)', () => {
     ['bare 1, probe provider-unavailable', bare1, probeFailed('provider-unavailable'), 'provider-outage', 'unknown'],
     ['threw, probe provider-unavailable', threw('provider-unavailable'), probeFailed('provider-unavailable'), 'provider-outage', 'unknown'],
     ['bare 1, probe sandbox-gone', bare1, probeFailed('sandbox-gone'), 'sandbox-dead', 'unknown'],
+    // exec's own "gone" is an explicit finding: a poll that cannot reach the provider does not turn it into an outage
+    ['threw sandbox-gone, probe provider-unavailable: the exec finding stands', threw('sandbox-gone'), probeFailed('provider-unavailable'), 'sandbox-dead', 'unknown'],
+    ['threw sandbox-gone, probe other', threw('sandbox-gone'), probeFailed('other'), 'command-failed', 'unknown'],
     ['bare 1, probe other: unknown never destroys', bare1, probeFailed('other'), 'command-failed', 'unknown'],
 
     // suspect, not probed: unknown never destroys
@@ -75,6 +78,16 @@ describe('classify (rule 2)', () => {
     expect(c.verdict).toBe(verdict);
     expect(c.observedExitCode).toBe(observed);
     expect(c.reason).toBeTruthy();
+  });
+
+  it.each<[string, CommandOutcome, ProbeFinding, boolean]>([
+    ['exec threw unavailable, live, canary answered: transport, no attempt spent', threw('provider-unavailable'), liveAnswered, true],
+    ['exec threw other, live, canary answered: not transport', threw('other'), liveAnswered, false],
+    ['bare exit 1, live, canary answered: the command ran and failed', bare1, liveAnswered, false],
+    ['exec threw unavailable, canary silent: dead, not transport', threw('provider-unavailable'), liveSilent, false],
+    ['exec threw unavailable, probe unavailable: outage, not transport', threw('provider-unavailable'), probeFailed('provider-unavailable'), false],
+  ])('transportFailed: %s → %s', (_name, outcome, finding, transport) => {
+    expect(classify(outcome, finding).transportFailed).toBe(transport);
   });
 
   it('keeps 0 as the number 0, not "unknown" or undefined', () => {
@@ -101,7 +114,8 @@ describe('classify (rule 2)', () => {
     for (const o of outcomes) {
       for (const f of findings) {
         const c = classify(o, f);
-        const viaProbeFailure = f.kind === 'probe-failed' && f.error === 'provider-unavailable' && c.suspect;
+        const execSaidGone = o.kind === 'threw' && o.error === 'sandbox-gone';
+        const viaProbeFailure = f.kind === 'probe-failed' && f.error === 'provider-unavailable' && c.suspect && !execSaidGone;
         expect(c.verdict === 'provider-outage').toBe(viaProbeFailure);
         expect(c.countsTowardBreaker).toBe(viaProbeFailure);
       }

@@ -1,55 +1,70 @@
 import { describe, expect, it } from 'vitest';
+import type { LivenessVerdict, WorkerLiveness } from '@lanes/contracts';
 import { evaluateOrphans, type ListedSandbox } from '@lanes/supervision';
 
-const NOW = 1_700_000_000_000;
-const TIMEOUT_MS = 4_000;
 const sb = (id: string, worker?: string): ListedSandbox => ({ id, tags: worker === undefined ? {} : { worker, lane: 'a', slot: '0' } });
+const verdicts = (entries: Record<string, WorkerLiveness>): Record<string, LivenessVerdict> =>
+  Object.fromEntries(Object.entries(entries).map(([worker, liveness]) => [worker, { worker, liveness, reason: `judged ${liveness}` }]));
 
 describe('evaluateOrphans', () => {
-  it.each<[string, ListedSandbox, Record<string, number>, 'reap' | 'keep']>([
-    ['owner beat just now', sb('s', 'w1'), { w1: NOW }, 'keep'],
-    ['owner beat timeout − 1 ms ago', sb('s', 'w1'), { w1: NOW - TIMEOUT_MS + 1 }, 'keep'],
-    ['owner beat exactly timeout ago', sb('s', 'w1'), { w1: NOW - TIMEOUT_MS }, 'keep'],
-    ['owner beat timeout + 1 ms ago: expired', sb('s', 'w1'), { w1: NOW - TIMEOUT_MS - 1 }, 'reap'],
-    ['owner long gone', sb('s', 'w1'), { w1: NOW - 3_600_000 }, 'reap'],
-    ['owner beat in the future (skew)', sb('s', 'w1'), { w1: NOW + 5_000 }, 'keep'],
-    ['owner never seen: unknown', sb('s', 'w9'), { w1: NOW - 3_600_000 }, 'keep'],
-    ['no heartbeats at all: unknown', sb('s', 'w1'), {}, 'keep'],
-    ['untagged: unknown', sb('s'), { w1: NOW - 3_600_000 }, 'keep'],
+  it.each<[string, ListedSandbox, Record<string, WorkerLiveness>, 'reap' | 'keep']>([
+    ['owner alive', sb('s', 'w1'), { w1: 'alive' }, 'keep'],
+    ['owner unknown (Redis just regained, or not visible)', sb('s', 'w1'), { w1: 'unknown' }, 'keep'],
+    ['owner gone', sb('s', 'w1'), { w1: 'gone' }, 'reap'],
+    ['owner has no verdict: unknown', sb('s', 'w9'), { w1: 'gone' }, 'keep'],
+    ['no verdicts at all: unknown', sb('s', 'w1'), {}, 'keep'],
+    ['untagged: unknown', sb('s'), { w1: 'gone' }, 'keep'],
     ['empty worker tag: unknown', { id: 's', tags: { worker: '' } }, {}, 'keep'],
     ['owner named like an Object prototype key', sb('s', 'constructor'), {}, 'keep'],
-    ['garbage heartbeat value is not a finding', sb('s', 'w1'), { w1: Number.NaN }, 'keep'],
-  ])('%s → %s', (_name, sandbox, heartbeats, action) => {
-    const [d] = evaluateOrphans([sandbox], heartbeats, TIMEOUT_MS, NOW);
+    ['owner gone on Redis, but its process still runs (partitioned)', { ...sb('s', 'w1'), ownerAlive: true }, { w1: 'gone' }, 'keep'],
+    ['owner gone, and the provider sees its process dead', { ...sb('s', 'w1'), ownerAlive: false }, { w1: 'gone' }, 'reap'],
+    ['owner alive on Redis, process seen dead: not gone yet, keep', { ...sb('s', 'w1'), ownerAlive: false }, { w1: 'alive' }, 'keep'],
+  ])('%s → %s', (_name, sandbox, liveness, action) => {
+    const [d] = evaluateOrphans({ sandboxes: [sandbox], liveness: verdicts(liveness) });
     expect(d).toMatchObject({ action, id: 's' });
     expect(d?.reason).toBeTruthy();
+  });
+
+  it.each<[string, number | undefined, 'reap' | 'keep']>([
+    ['silent 2999 ms, lock 3000 ms: its run may still work', 2_999, 'keep'],
+    ['silent exactly the lock: keep', 3_000, 'keep'],
+    ['silent 3001 ms: every run of it has fenced', 3_001, 'reap'],
+    ['a gone verdict without a silence figure counts as 0 ms: keep', undefined, 'keep'],
+  ])('reapAfterSilenceMs: %s → %s', (_name, silentMs, action) => {
+    const liveness = { w1: { worker: 'w1', liveness: 'gone' as const, reason: 'stuck', ...(silentMs === undefined ? {} : { silentMs }) } };
+    const [d] = evaluateOrphans({ sandboxes: [sb('s', 'w1')], liveness }, { reapAfterSilenceMs: 3_000 });
+    expect(d?.action).toBe(action);
+  });
+
+  it('carries the liveness reason into the reap reason', () => {
+    const [d] = evaluateOrphans({ sandboxes: [sb('s', 'w1')], liveness: verdicts({ w1: 'gone' }) });
+    expect(d?.reason).toContain('judged gone');
   });
 
   it.each<[boolean, 'reap' | 'keep']>([
     [false, 'keep'],
     [true, 'reap'],
   ])('reapUntagged %s → untagged %s', (reapUntagged, action) => {
-    const [d] = evaluateOrphans([sb('s')], {}, TIMEOUT_MS, NOW, { reapUntagged });
+    const [d] = evaluateOrphans({ sandboxes: [sb('s')], liveness: {} }, { reapUntagged });
     expect(d?.action).toBe(action);
   });
 
   it('reapUntagged does not touch tagged sandboxes of unknown owners', () => {
-    const [d] = evaluateOrphans([sb('s', 'w9')], {}, TIMEOUT_MS, NOW, { reapUntagged: true });
+    const [d] = evaluateOrphans({ sandboxes: [sb('s', 'w9')], liveness: {} }, { reapUntagged: true });
     expect(d?.action).toBe('keep');
   });
 
   it('one decision per sandbox, in input order, by id', () => {
-    const out = evaluateOrphans(
-      [sb('a', 'alive'), sb('b', 'dead'), sb('c'), sb('d', 'dead')],
-      { alive: NOW - 1, dead: NOW - TIMEOUT_MS - 1 },
-      TIMEOUT_MS,
-      NOW,
-    );
+    const out = evaluateOrphans({
+      sandboxes: [sb('a', 'alive'), sb('b', 'dead'), sb('c'), sb('d', 'dead'), sb('e', 'unsure')],
+      liveness: verdicts({ alive: 'alive', dead: 'gone', unsure: 'unknown' }),
+    });
     expect(out.map((d) => [d.id, d.action])).toEqual([
       ['a', 'keep'],
       ['b', 'reap'],
       ['c', 'keep'],
       ['d', 'reap'],
+      ['e', 'keep'],
     ]);
   });
 });

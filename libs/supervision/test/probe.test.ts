@@ -4,6 +4,8 @@ import {
   DEFAULT_PROBE_CONFIG,
   canaryCommand,
   planProbe,
+  planSecondCanary,
+  SECOND_CANARY_DEADLINE_FACTOR,
   readCanary,
   suspectOf,
   type CommandOutcome,
@@ -21,18 +23,27 @@ const ran = (exitCode: number, stdout: string, timedOut = false): CommandOutcome
 });
 
 describe('planProbe', () => {
+  it.each([0, 137, -1])('a seen exit code %i becomes the finding as is (0 stays 0)', (code) => {
+    const outcome: CommandOutcome = { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: code };
+    const plan = planProbe(suspectOf(outcome), DEFAULT_PROBE_CONFIG, outcome);
+    expect(plan).toMatchObject({ action: 'seen', finding: { kind: 'polled', poll: { state: 'exited', exitCode: code } } });
+  });
+
   it('defaults the canary deadline from contracts', () => {
     expect(DEFAULT_PROBE_CONFIG.canaryTimeoutMs).toBe(defaults.DEFAULT_CANARY_TIMEOUT_MS);
   });
 
-  it.each<[string, CommandOutcome, 'probe' | 'skip']>([
+  it.each<[string, CommandOutcome, 'probe' | 'skip' | 'seen']>([
     ['bare exit 1', ran(1, ''), 'probe'],
     ['hang', ran(137, '', true), 'probe'],
     ['threw', { kind: 'threw', error: 'other', message: 'x' }, 'probe'],
+    ['threw sandbox-gone, no code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x' }, 'probe'],
+    ['threw sandbox-gone with the code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: 137 }, 'seen'],
+    ['threw unavailable with a code is still probed', { kind: 'threw', error: 'provider-unavailable', message: 'x', observedExitCode: 137 }, 'probe'],
     ['exit 0', ran(0, ''), 'skip'],
     ['exit 1 with output', ran(1, 'err'), 'skip'],
   ])('%s → %s', (_name, outcome, action) => {
-    const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: 1234 });
+    const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: 1234 }, outcome);
     expect(plan.action).toBe(action);
     if (plan.action === 'probe') expect(plan.canaryTimeoutMs).toBe(1234);
     expect(plan.reason).toBeTruthy();
@@ -71,5 +82,24 @@ describe('readCanary', () => {
     const r = readCanary(outcome, NONCE);
     expect(r.finding).toEqual(finding);
     expect(r.reason).toBeTruthy();
+  });
+});
+
+describe('planSecondCanary (slow is not silent)', () => {
+  const live = { kind: 'polled', poll: { state: 'live' } } as const;
+  it.each<[string, Parameters<typeof planSecondCanary>[0], 'accept' | 'second']>([
+    ['answered', { finding: { ...live, canary: 'answered' }, reason: 'r' }, 'accept'],
+    ['wrong output is silence, not lateness', { finding: { ...live, canary: 'silent' }, reason: 'r' }, 'accept'],
+    ['missed its deadline', { finding: { ...live, canary: 'silent' }, reason: 'r', missedDeadline: true }, 'second'],
+    ['the exec threw', { finding: { kind: 'probe-failed', error: 'provider-unavailable', message: 'm' }, reason: 'r' }, 'accept'],
+  ])('%s → %s', (_name, reading, action) => {
+    const plan = planSecondCanary(reading, { canaryTimeoutMs: 1_000 });
+    expect(plan.action).toBe(action);
+    if (plan.action === 'second') expect(plan.canaryTimeoutMs).toBe(1_000 * SECOND_CANARY_DEADLINE_FACTOR);
+  });
+
+  it('readCanary marks only a deadline miss as late', () => {
+    expect(readCanary(ran(137, '', true), NONCE).missedDeadline).toBe(true);
+    expect(readCanary(ran(1, 'nope'), NONCE).missedDeadline).toBeUndefined();
   });
 });

@@ -1,20 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateWorkerRecords } from '@lanes/supervision';
-
-const NOW = 1_000_000;
-const TIMEOUT = 4_000;
+import type { WorkerLiveness } from '@lanes/contracts';
+import { evaluateWorkerRecords, type ListedSandbox } from '@lanes/supervision';
 
 describe('evaluateWorkerRecords', () => {
-  it.each([
-    ['fresh beat, no sandboxes', NOW - 100, [], 'keep'],
-    ['exactly at the timeout', NOW - TIMEOUT, [], 'keep'],
-    ['1 ms past the timeout, no sandboxes', NOW - TIMEOUT - 1, [], 'forget'],
-    ['expired, an orphan still listed', NOW - TIMEOUT - 1, [{ id: 'sb', tags: { worker: 'w' } }], 'keep'],
-    ['expired, only other workers sandboxes', NOW - 60_000, [{ id: 'sb', tags: { worker: 'other' } }], 'forget'],
-    ['expired, untagged sandboxes do not hold it', NOW - 60_000, [{ id: 'sb', tags: {} }], 'forget'],
-  ] as const)('%s → %s', (_what, beat, sandboxes, action) => {
-    const [d] = evaluateWorkerRecords({ w: beat }, sandboxes, TIMEOUT, NOW);
+  it.each<[string, WorkerLiveness, ListedSandbox[], 'keep' | 'forget']>([
+    ['alive, no sandboxes', 'alive', [], 'keep'],
+    ['unknown, no sandboxes: unknown never destroys', 'unknown', [], 'keep'],
+    ['gone, no sandboxes', 'gone', [], 'forget'],
+    ['gone, an orphan still listed', 'gone', [{ id: 'sb', tags: { worker: 'w' } }], 'keep'],
+    ['gone, only other workers sandboxes', 'gone', [{ id: 'sb', tags: { worker: 'other' } }], 'forget'],
+    ['gone, untagged sandboxes do not hold it', 'gone', [{ id: 'sb', tags: {} }], 'forget'],
+  ])('%s → %s', (_what, liveness, sandboxes, action) => {
+    const [d] = evaluateWorkerRecords({ sandboxes, liveness: { w: { worker: 'w', liveness, reason: 'r' } } });
     expect(d).toMatchObject({ worker: 'w', action });
     expect(d!.reason).toBeTruthy();
+  });
+
+  it('judges only workers with a verdict', () => {
+    expect(evaluateWorkerRecords({ sandboxes: [{ id: 'sb', tags: { worker: 'w' } }], liveness: {} })).toEqual([]);
   });
 });

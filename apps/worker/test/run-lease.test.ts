@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUEUE_PREFIX, createRedis, keys } from '@lanes/queue';
+import { startRedis, testLog, waitFor, type TestRedis } from '../../../test/harness/index.js';
+import { RunLease, type FenceDecision } from '../src/run-lease.js';
+
+const LOCK_DURATION_MS = 1_500;
+const KILL_GRACE_MS = 100;
+
+/**
+ * The lease shell against real Redis and a real BullMQ job taken by hand (`getNextJob`), so BullMQ's
+ * own lock extender is not running: whatever keeps the lock alive here is the lease.
+ */
+describe('RunLease on real Redis', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let queue: Queue;
+  let worker: Worker;
+  const lane = `lease-${randomBytes(3).toString('hex')}`;
+
+  beforeAll(async () => {
+    server = await startRedis({ appendonly: true });
+    // One test kills Redis: every connection expects errors while it is away.
+    const quiet = () => createRedis(server.url).on('error', () => undefined);
+    redis = quiet();
+    queue = new Queue(lane, { connection: quiet(), prefix: QUEUE_PREFIX });
+    worker = new Worker(lane, null, { connection: quiet(), prefix: QUEUE_PREFIX, autorun: false, lockDuration: LOCK_DURATION_MS });
+    queue.on('error', () => undefined);
+    worker.on('error', () => undefined);
+  });
+  afterAll(async () => {
+    await worker?.close(true);
+    await queue?.close();
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  async function take(id: string): Promise<{ job: Job; token: string; lease: RunLease; fences: FenceDecision[] }> {
+    await queue.add(lane, {}, { jobId: id });
+    const token = `tok-${id}`;
+    const job = (await worker.getNextJob(token))!;
+    expect(job.id).toBe(id);
+    const fences: FenceDecision[] = [];
+    const lease = new RunLease({
+      job,
+      token,
+      lockDurationMs: LOCK_DURATION_MS,
+      killGraceMs: KILL_GRACE_MS,
+      monotonicNow: () => performance.now(),
+      onFence: (d) => fences.push(d),
+      log: testLog(),
+    });
+    return { job, token, lease, fences };
+  }
+
+  it('keeps the lock alive well past its duration, then fences at once when an extension is refused', async () => {
+    const { token, lease, fences } = await take('a');
+    try {
+      expect(await lease.start()).toBe(true);
+      const startedAt = performance.now();
+      await waitFor('two lock durations to pass', () => performance.now() - startedAt > 2 * LOCK_DURATION_MS);
+      expect(await redis.get(keys.jobLock(lane, 'a'))).toBe(token);
+      expect(fences).toEqual([]);
+
+      // The job is no longer active under this token: the next renewal answers 0.
+      await redis.del(keys.jobLock(lane, 'a'));
+      await waitFor('the fence', () => fences.length === 1);
+      expect(fences[0]!.cause).toBe('extend-refused');
+      expect(lease.fenceDecision()).toEqual(fences[0]);
+    } finally {
+      lease.stop();
+    }
+  });
+
+  it('BullMQ reporting the lock lost fences at once', async () => {
+    const { lease, fences } = await take('b');
+    try {
+      expect(await lease.start()).toBe(true);
+      lease.lost('lock-renewal-failed');
+      expect(fences.map((f) => f.cause)).toEqual(['lock-renewal-failed']);
+    } finally {
+      lease.stop();
+    }
+  });
+
+  it('Redis gone: no reply ever comes, and the lease fences before the lock could have expired', async () => {
+    const { lease, fences } = await take('c');
+    try {
+      expect(await lease.start()).toBe(true);
+      await server.kill();
+      const downAt = performance.now();
+      await waitFor('the fence while Redis is down', () => fences.length === 1, { timeoutMs: 3 * LOCK_DURATION_MS });
+      expect(fences[0]!.cause).toBe('renewal-overdue');
+      // Every confirmed renewal was sent before Redis went down, so its lock lives past downAt + lock.
+      expect(performance.now() - downAt).toBeLessThan(LOCK_DURATION_MS);
+    } finally {
+      lease.stop();
+      await server.start();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+import type { Redis, Result } from 'ioredis';
+import { z } from 'zod';
+import { CardStateSchema } from '@lanes/contracts';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    lanesCardWrite(...args: Array<string | number>): Result<unknown, Context>;
+    lanesCardFenced(...args: Array<string | number>): Result<unknown, Context>;
+  }
+}
+
+/**
+ * The one writer of card state. In one atomic step it checks the move against the legal table
+ * (the caller passes the legal sources of the target), checks the writer's run token, and writes
+ * the record, the history entry, the blocked index and the event together, or nothing at all.
+ *
+ * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
+ *       job, 6 crash-suspect run tokens, 7 fenced run tokens
+ * ARGV: 1 mode (create | move), 2 target state, 3 legal sources (comma-separated), 4 writer
+ *       (run | board | board-if-run), 5 token, 6 fields to set (JSON object of strings),
+ *       7 fields to delete (JSON array), 8 history entry (JSON), 9 event (JSON), 10 blocked score,
+ *       11 event stream max length, 12 card id
+ *
+ * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
+ * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
+ * even when no other run has taken the card yet, and its write is stale even where the move
+ * itself is no longer legal (a late done after another run's done). Out of `running`, the token must also be the card's run.
+ * Moving into `running` over another run's token is a takeover; the old token becomes a crash
+ * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
+ */
+const WRITE_LUA = `
+local mode, to = ARGV[1], ARGV[2]
+local function apply()
+  local set = cjson.decode(ARGV[6])
+  local flat = {}
+  for k, v in pairs(set) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+  if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
+  local del = cjson.decode(ARGV[7])
+  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+  redis.call('RPUSH', KEYS[2], ARGV[8])
+  if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[10], ARGV[12]) else redis.call('ZREM', KEYS[3], ARGV[12]) end
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9])
+end
+if mode == 'create' then
+  if redis.call('HEXISTS', KEYS[1], 'card') == 1 then return {'exists', redis.call('HGET', KEYS[1], 'state') or ''} end
+  apply()
+  return {'ok', to, '0', '0'}
+end
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'not-found', ''} end
+local writer, token = ARGV[4], ARGV[5]
+-- A run without the lock is stale whatever it asks for (even a move the card could not make any more).
+if writer == 'run' and redis.call('GET', KEYS[5]) ~= token then return {'stale', state} end
+local legal = false
+for s in string.gmatch(ARGV[3], '[^,]+') do if s == state then legal = true end end
+if not legal then return {'illegal', state} end
+local current = redis.call('HGET', KEYS[1], 'runToken') or ''
+if writer == 'run' then
+  if state == 'running' and to ~= 'running' and current ~= token then return {'stale', state} end
+elseif state == 'running' then
+  if writer ~= 'board-if-run' or current ~= token then return {'stale', state} end
+end
+local takeover = '0'
+if to == 'running' then
+  if state == 'running' and current ~= token then
+    takeover = '1'
+    if redis.call('SISMEMBER', KEYS[7], current) == 0 then redis.call('SADD', KEYS[6], current) end
+  end
+  redis.call('HSET', KEYS[1], 'runToken', token)
+else
+  redis.call('HDEL', KEYS[1], 'runToken')
+end
+apply()
+local suspects = redis.call('SCARD', KEYS[6])
+-- A finished card has no more takeovers to judge.
+if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
+return {'ok', to, takeover, tostring(suspects)}
+`;
+
+/**
+ * A worker that fenced itself (its run was alive but lost its lock) says so once it can, so the
+ * takeover its fence caused is not held against the card as a crash.
+ * KEYS: 1 crash suspects, 2 fenced runs. ARGV: 1 token.
+ */
+const FENCED_LUA = `
+redis.call('SADD', KEYS[2], ARGV[1])
+return redis.call('SREM', KEYS[1], ARGV[1])
+`;
+
+const defined = new WeakSet<Redis>();
+
+export function defineCardScripts(redis: Redis): void {
+  if (defined.has(redis)) return;
+  defined.add(redis);
+  redis.defineCommand('lanesCardWrite', { numberOfKeys: 7, lua: WRITE_LUA });
+  redis.defineCommand('lanesCardFenced', { numberOfKeys: 2, lua: FENCED_LUA });
+}
+
+const Count = z.coerce.number().int().nonnegative();
+
+/** What the script answered, decoded rather than trusted. */
+export const ScriptReplySchema = z.union([
+  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count]),
+  z.tuple([z.literal('exists'), CardStateSchema]),
+  z.tuple([z.literal('not-found'), z.literal('')]),
+  z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
+]);
+export type ScriptReply = z.infer<typeof ScriptReplySchema>;

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FleetStore, createRedis, keys } from '@lanes/queue';
+import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
+
+const uid = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
+
+describe('FleetStore liveness (real Redis)', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let fleet: FleetStore;
+
+  beforeAll(async () => {
+    server = await startRedis({ appendonly: true });
+    redis = createRedis(server.url);
+    fleet = new FleetStore(redis);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('beats are sequences per worker; a forgotten worker drops out', async () => {
+    const [a, b] = [uid('w'), uid('w')];
+    await fleet.beat(a, 1);
+    await fleet.beat(b, 1);
+    await fleet.beat(a, 2);
+    const { beats, redisRunId } = await fleet.readBeats();
+    expect(beats[a]).toBe(2);
+    expect(beats[b]).toBe(1);
+    expect(redisRunId).toMatch(/^[0-9a-f]{40}$/);
+    await fleet.forgetWorker(a);
+    expect(a in (await fleet.beats())).toBe(false);
+  });
+
+  it('a Redis restart shows as a new run id, with the beats kept by the append-only file', async () => {
+    const w = uid('w');
+    await fleet.beat(w, 7);
+    const before = await fleet.readBeats();
+    await server.kill();
+    await server.start();
+    const after = await waitFor('Redis to answer again', () => fleet.readBeats().catch(() => undefined));
+    expect(after.beats[w]).toBe(7);
+    expect(after.redisRunId).toBeDefined();
+    expect(after.redisRunId).not.toBe(before.redisRunId);
+  });
+
+  it('verdicts are published as a whole, with a TTL, and read back by worker; garbage is skipped', async () => {
+    const [a, b] = [uid('w'), uid('w')];
+    await fleet.putLiveness(
+      [
+        { worker: a, liveness: 'alive', reason: 'beat 3 seen 10 ms ago' },
+        { worker: b, liveness: 'gone', reason: 'stuck' },
+      ],
+      5_000,
+    );
+    await redis.hset(keys.liveness(), 'junk', '{not json', 'bad', JSON.stringify({ worker: 'bad', liveness: 'maybe', reason: 'x' }));
+    expect(await fleet.liveness()).toEqual({
+      [a]: { worker: a, liveness: 'alive', reason: 'beat 3 seen 10 ms ago' },
+      [b]: { worker: b, liveness: 'gone', reason: 'stuck' },
+    });
+    const ttlMs = await redis.pttl(keys.liveness());
+    expect(ttlMs).toBeGreaterThan(0);
+    expect(ttlMs).toBeLessThanOrEqual(5_000);
+    // The next sweep replaces them all; none left means nothing published.
+    await fleet.putLiveness([{ worker: a, liveness: 'unknown', reason: 'Redis just regained' }], 5_000);
+    expect(Object.keys(await fleet.liveness())).toEqual([a]);
+    await fleet.putLiveness([], 5_000);
+    expect(await fleet.liveness()).toEqual({});
+  });
+
+  it('verdicts of a supervisor that stopped publishing expire: none reads as unknown, never gone', async () => {
+    await fleet.putLiveness([{ worker: uid('w'), liveness: 'gone', reason: 'stuck' }], 50);
+    await waitFor('the verdicts to expire', async () => Object.keys(await fleet.liveness()).length === 0);
+  });
+});

@@ -1,0 +1,121 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+
+const LOCK_DURATION_MS = 2_500;
+
+/** One worker's own road to Redis, which the test can cut and mend: a network partition of that worker alone. */
+async function partitionableLink(redisPort: number): Promise<{ url: string; cut(): void; heal(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let down = false;
+  const server: Server = createServer((client) => {
+    if (down) {
+      client.destroy();
+      return;
+    }
+    const upstream = createConnection({ host: '127.0.0.1', port: redisPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    cut() {
+      down = true;
+      for (const s of sockets) s.destroy();
+    },
+    heal() {
+      down = false;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Run 1 works a second (long enough to be cut off mid-run); later runs finish at once. */
+const AGENT = `
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+const ledger = process.env.FENCE_LEDGER;
+const run = (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\\n').filter((l) => l.startsWith('start')).length : 0) + 1;
+appendFileSync(ledger, 'start ' + run + '\\n');
+setTimeout(() => {
+  writeFileSync(join(process.env.LANES_OUTPUT_DIR, 'result.json'), JSON.stringify({ run }));
+  appendFileSync(ledger, 'end ' + run + '\\n');
+}, run === 1 ? 1_000 : 100);
+`;
+
+describe('chaos: one worker partitioned from Redis while its card finishes', () => {
+  let redis: TestRedis;
+  let dir: string;
+  let link: Awaited<ReturnType<typeof partitionableLink>>;
+  const stacks: TestStack[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    link = await partitionableLink(redis.port);
+    dir = mkdtempSync(join(tmpdir(), 'lanes-partition-'));
+  });
+  afterAll(async () => {
+    link?.heal();
+    for (const s of stacks.reverse()) await s.stop();
+    await link?.close();
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the cut-off worker's late done is refused and logged as card.stale-write; the card ends once, by the run that took over", async () => {
+    const agentPath = join(dir, 'agent.mjs');
+    const ledgerPath = join(dir, 'ledger.txt');
+    writeFileSync(agentPath, AGENT);
+    const lane = { name: 'part', slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath } };
+    const common = { sandboxDir: join(dir, 'sandboxes'), lockDurationMs: LOCK_DURATION_MS, heartbeatIntervalMs: 500 };
+    const ledger = () => readFileSync(ledgerPath, 'utf8').trim().split('\n');
+    const logs: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+
+    const api = await startTestStack(redis.url, [lane], { ...common, parts: { api: true, worker: false, supervisor: false } });
+    stacks.push(api);
+    // Worker A reaches Redis only through the link; it alone can take the card at first.
+    const a = await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) });
+    stacks.push(a);
+    await api.api.request('POST', '/v1/cards', { id: 'part-1', lane: 'part', title: 'finishes while cut off' });
+    await waitFor('run 1 to start on worker A', () => ledger().length === 1);
+    link.cut();
+    // Worker B sees Redis directly.
+    stacks.push(await startTestStack(redis.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false } }));
+
+    // Run 1 finishes while A is cut off: its done is on its way, but A cannot deliver it.
+    await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
+    const done = await api.api.waitCard('part-1', 'done by worker B', (c) => c.state === 'done', 30_000);
+    expect(done.result).toEqual({ run: 2 });
+
+    link.heal();
+    const slotA = a.stack.worker!.lanes.get('part')!.pool.slots[0]!;
+    await waitFor("worker A's run to settle after the partition", () => slotA.cardId === undefined, { timeoutMs: 30_000 });
+    expect(logs.filter((l) => l.event === 'card.stale-write')).toEqual([
+      expect.objectContaining({ cardId: 'part-1', lane: 'part', to: 'done', slot: slotA.id, sandboxId: expect.any(String) }),
+    ]);
+    const after = (await api.api.card('part-1'))!;
+    expect(after.history.map((h) => h.state)).toEqual(['queued', 'running', 'running', 'done']);
+    expect(after.result).toEqual({ run: 2 });
+    // The takeover happened only after A had lost its lock: the two runs did not overlap in the ledger.
+    expect(ledger()).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
+  }, 90_000);
+});
