@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { ModalProvider } from '@lanes/sandbox';
 import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
-import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 /**
  * The worker and the supervision loop on Modal: the lane's slots use the Modal provider on the real
@@ -64,4 +64,28 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     // The exit code came from the poll made while the command ran; recovery did not poll again.
     expect(server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore).toBe(1);
   });
+
+  it('a router connection dropped mid-card: the SDK resumes and the card reaches done in the same sandbox', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'm-8', lane: 'modal-lane', title: 'dropped', metadata: { sleepMs: 1_500 } });
+    const running = await t.api.waitCard('m-8', 'running', (c) => c.state === 'running');
+    await waitFor('a router connection to drop', () => server.dropRouterConnections() > 0);
+    const done = await t.api.waitCard('m-8', 'done', (c) => c.state === 'done');
+    expect(done).toMatchObject({ sandboxId: running.sandboxId, attempts: 1 });
+  });
+
+  it('the control plane answers UNAVAILABLE for 20 s while a slot needs a new sandbox: breaker opens, cards wait, all reach done, the outage clears', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'm-5', lane: 'modal-lane', title: 'dies', metadata: { sleepMs: 3_000 } });
+    const running = await t.api.waitCard('m-5', 'running', (c) => c.state === 'running');
+    server.killSandbox(running.sandboxId!);
+    await t.api.waitCard('m-5', 'blocked (sandbox-dead)', (c) => c.state === 'blocked' && c.blockedReason === 'sandbox-dead');
+    server.faults.fail('ModalClient', { forMs: 20_000 });
+    for (const id of ['m-6', 'm-7']) await t.api.request('POST', '/v1/cards', { id, lane: 'modal-lane', title: id });
+    await waitFor('the breaker to open and the lane to read outage', async () => {
+      const lane = (await t.api.lanes())[0]!;
+      return lane.breaker.state === 'open' && lane.outage;
+    }, { timeoutMs: 20_000 });
+    await t.api.waitCard('m-6', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage', 20_000);
+    for (const id of ['m-5', 'm-6', 'm-7']) await t.api.waitCard(id, 'done', (c) => c.state === 'done', 90_000);
+    await waitFor('the outage flag to clear', async () => !(await t.api.lanes())[0]!.outage);
+  }, 150_000);
 });

@@ -9,6 +9,8 @@ import { createLocalProvider, sandboxMembers, type LocalSandboxProvider } from '
 import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const HEARTBEAT_INTERVAL_MS = 500;
+/** The worker's lock: the supervisor reaps a gone worker's sandboxes only once its silence outlasts it. */
+const LOCK_DURATION_MS = 3_000;
 const lane = { name: 'orph', slots: 2, agent: [process.execPath, DEMO_AGENT] };
 
 /** Alive and not a zombie: an orphan's zombie waits for whatever init reaps it, which is not ours to time. */
@@ -42,8 +44,8 @@ describe('a worker SIGKILLed mid-card', () => {
 
   it('takes its sandboxes and their agents down with it; the supervisor reaps only a leftover the death did not end', async () => {
     const sandboxDir = join(dir, 'sandboxes');
-    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS) } });
-    t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: true, worker: false }, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, sandboxDir });
+    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOCK_DURATION_MS: String(LOCK_DURATION_MS) } });
+    t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: true, worker: false }, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, lockDurationMs: LOCK_DURATION_MS, sandboxDir });
     for (const id of ['orph-1', 'orph-2']) await t.api.request('POST', '/v1/cards', { id, lane: 'orph', title: 'long card', metadata: { sleepMs: 60_000 } });
     const running = await Promise.all(['orph-1', 'orph-2'].map((id) => t!.api.waitCard(id, 'running', (c) => c.state === 'running' && Boolean(c.sandboxId))));
     const sandboxIds = running.map((c) => c.sandboxId!);

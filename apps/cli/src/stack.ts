@@ -94,6 +94,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         providers: options.providers,
         ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
         ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
+        ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
         callbacks: options.callbacks ?? {},
       });
       await stack.supervisor.start();

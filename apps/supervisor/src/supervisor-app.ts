@@ -41,6 +41,12 @@ export interface SupervisorOptions {
   providers: readonly SandboxProvider[];
   sweepIntervalMs?: number;
   heartbeatTimeoutMs?: number;
+  /**
+   * The workers' BullMQ lock duration (LANES_LOCK_DURATION_MS): a gone worker's sandboxes are reaped
+   * only after it has been silent for longer, when every run it had has fenced itself. Default
+   * BullMQ's 30 s.
+   */
+  lockDurationMs?: number;
   /** Two successful beat reads further apart than this restart the watch. Default heartbeatTimeoutMs / 2. */
   maxObservationGapMs?: number;
   /** Wall clock, for event timestamps and the fleet window only. */
@@ -57,6 +63,9 @@ export interface SupervisorApp {
   sweep(): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** BullMQ's own default lock, what workers use when LANES_LOCK_DURATION_MS is unset. */
+export const DEFAULT_BULLMQ_LOCK_DURATION_MS = 30_000;
 
 /** Fleet decisions across workers: orphan reaping by id, the outage call, and a re-drive sweep. */
 export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
@@ -105,7 +114,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
         complete = false;
         continue;
       }
-      for (const d of evaluateOrphans({ sandboxes: listed, liveness: verdicts })) {
+      for (const d of evaluateOrphans({ sandboxes: listed, liveness: verdicts }, { reapAfterSilenceMs: options.lockDurationMs ?? DEFAULT_BULLMQ_LOCK_DURATION_MS })) {
         const ref = listed.find((s) => s.id === d.id);
         if (d.action !== 'reap') {
           if (ref) remaining.push(ref);

@@ -195,6 +195,8 @@ export class Slot {
     const { lane, provider, breaker, log, now } = this.deps;
     if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     const gate = await breaker.gate();
+    // Halted while the breaker was asked: a stopped slot makes no sandbox and changes no state.
+    if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
     if (gate.action === 'wait') {
       this.apply({ type: 'wait-provider' });
       return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };

@@ -11,5 +11,7 @@ export const LivenessVerdictSchema = z.object({
   worker: z.string(),
   liveness: WorkerLivenessSchema,
   reason: z.string(),
+  /** With `gone`: how long the supervisor watched the sequence stand still (its own clock). */
+  silentMs: z.number().nonnegative().optional(),
 });
 export type LivenessVerdict = z.infer<typeof LivenessVerdictSchema>;

@@ -62,6 +62,16 @@ describe('ModalProvider.create', () => {
     expect((await a.exec(['sh', '-c', 'printf %s "$API_KEY"'])).stdout).toBe('sekret');
   });
 
+  it('an image by Modal id (im-…) is looked up, not built; an unknown id is a configuration error', async () => {
+    const built = await create('built');
+    const imageId = f.server.sandbox(built.id)!.imageId;
+    const byId = await f.provider.create({ ...modalTestSpec('by-id'), image: imageId });
+    handles.push(byId);
+    expect(f.server.sandbox(byId.id)?.imageId).toBe(imageId);
+    expect(f.server.faults.calls('ImageFromId')).toBe(1);
+    await expect(f.provider.create({ ...modalTestSpec('nope'), image: 'im-doesnotexist' })).rejects.toBeInstanceOf(ProviderInvalidError);
+  });
+
   it('honours spec.timeoutMs as the sandbox lifetime, and mounts configured volumes', async () => {
     await f.cleanup();
     f = await modalFixture({ volumes: { '/data': 'lanes-cache' } });

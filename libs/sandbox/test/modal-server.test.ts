@@ -133,6 +133,18 @@ describe('local Modal server: sandbox lifecycle', () => {
     expect(left).toEqual([]);
   });
 
+  it('every sandbox process carries the test run\'s marker, so the harness leak guard sees it', async () => {
+    const previous = process.env['LANES_TEST_RUN_ID'];
+    process.env['LANES_TEST_RUN_ID'] = previous ?? 'run-modal-server-test';
+    try {
+      const sb = await sandbox();
+      const p = await sb.exec(['sh', '-c', 'printf %s "$LANES_TEST_RUN_ID"']);
+      expect(await p.stdout.readText()).toBe(process.env['LANES_TEST_RUN_ID']);
+    } finally {
+      if (previous === undefined) delete process.env['LANES_TEST_RUN_ID'];
+    }
+  });
+
   it('close() kills every process of every sandbox, escaped ones included, and removes its directory', async () => {
     const sb = await sandbox();
     // The escapees let go of stdout, so the exec's output ends when its shell exits.

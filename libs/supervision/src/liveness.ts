@@ -121,7 +121,8 @@ export function evaluateLiveness(state: LivenessState, config: LivenessConfig, n
     if (watchedMs <= timeoutMs) {
       return { worker, liveness: 'unknown', reason: `no new beat for ${silentMs} ms, but Redis visible for only ${watchedMs} ms (≤ ${timeoutMs} ms)` };
     }
-    return { worker, liveness: 'gone', reason: `beat stuck at ${seq} for ${Math.min(silentMs, watchedMs)} ms while Redis was visible (> ${timeoutMs} ms)` };
+    const watchedSilentMs = Math.min(silentMs, watchedMs);
+    return { worker, liveness: 'gone', silentMs: watchedSilentMs, reason: `beat stuck at ${seq} for ${watchedSilentMs} ms while Redis was visible (> ${timeoutMs} ms)` };
   });
 }
 

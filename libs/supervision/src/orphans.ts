@@ -22,6 +22,13 @@ export interface OrphanOptions {
    * app), so an untagged sandbox there can only be a leak of ours.
    */
   reapUntagged?: boolean;
+  /**
+   * A gone owner's sandboxes are reaped only once its watched silence exceeds this. Pass the BullMQ
+   * lock duration: a worker silent for longer than its lock has fenced every run it had (or lost
+   * it), so its sandboxes hold no live work; before that, a partitioned worker's run may still be
+   * working. Unset: gone is enough.
+   */
+  reapAfterSilenceMs?: number;
 }
 
 export type OrphanDecision = { action: 'reap'; id: string; reason: string } | { action: 'keep'; id: string; reason: string };
@@ -45,6 +52,11 @@ export function evaluateOrphans(snapshot: OrphanSnapshot, options: OrphanOptions
     const why = snapshot.liveness[owner]?.reason ?? 'no liveness verdict';
     if (liveness === 'gone' && ownerAlive === true) {
       return { action: 'keep', id, reason: `owner ${owner} is silent on Redis (${why}) but its process still runs: cut off, not dead` };
+    }
+    const graceMs = options.reapAfterSilenceMs;
+    const silentMs = snapshot.liveness[owner]?.silentMs ?? 0;
+    if (liveness === 'gone' && graceMs !== undefined && silentMs <= graceMs) {
+      return { action: 'keep', id, reason: `owner ${owner} is gone (${why}) but silent only ${silentMs} ms (≤ ${graceMs} ms, its runs may not have fenced yet)` };
     }
     if (liveness === 'gone') return { action: 'reap', id, reason: `owner ${owner} is gone: ${why}` };
     return { action: 'keep', id, reason: `owner ${owner} is ${liveness}: ${why}` };

@@ -25,6 +25,17 @@ describe('evaluateOrphans', () => {
     expect(d?.reason).toBeTruthy();
   });
 
+  it.each<[string, number | undefined, 'reap' | 'keep']>([
+    ['silent 2999 ms, lock 3000 ms: its run may still work', 2_999, 'keep'],
+    ['silent exactly the lock: keep', 3_000, 'keep'],
+    ['silent 3001 ms: every run of it has fenced', 3_001, 'reap'],
+    ['a gone verdict without a silence figure counts as 0 ms: keep', undefined, 'keep'],
+  ])('reapAfterSilenceMs: %s → %s', (_name, silentMs, action) => {
+    const liveness = { w1: { worker: 'w1', liveness: 'gone' as const, reason: 'stuck', ...(silentMs === undefined ? {} : { silentMs }) } };
+    const [d] = evaluateOrphans({ sandboxes: [sb('s', 'w1')], liveness }, { reapAfterSilenceMs: 3_000 });
+    expect(d?.action).toBe(action);
+  });
+
   it('carries the liveness reason into the reap reason', () => {
     const [d] = evaluateOrphans({ sandboxes: [sb('s', 'w1')], liveness: verdicts({ w1: 'gone' }) });
     expect(d?.reason).toContain('judged gone');

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { reapSandbox, SANDBOX_ID_ENV } from '../../src/sandbox-reaper.js';
 import { ServerExec, type ExecSpawnSpec } from './exec-process.js';
 
+/** The test harness marks every process of one test run with this (test/harness/test-run.ts). */
+const TEST_RUN_ENV = 'LANES_TEST_RUN_ID';
+
 /** GenericResult.status values the SDK reads (getReturnCode: TERMINATED → 137, TIMEOUT → 124, else exitcode). */
 export const GENERIC_STATUS = { SUCCESS: 1, FAILURE: 2, TERMINATED: 3, TIMEOUT: 4 } as const;
 
@@ -73,6 +76,9 @@ export class ServerSandbox {
       HOME: init.dir,
       TMPDIR: tmp,
       ...init.env,
+      // A Modal container does not inherit the host's environment, but the test run's marker must
+      // reach every process so the harness's leak guard can tell this run's leftovers.
+      ...(process.env[TEST_RUN_ENV] ? { [TEST_RUN_ENV]: process.env[TEST_RUN_ENV] } : {}),
       [SANDBOX_ID_ENV]: init.id,
       LANES_SANDBOX_WORKDIR: init.dir,
     };
