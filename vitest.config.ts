@@ -27,6 +27,8 @@ export default defineConfig({
       include: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: 'coverage',
+      // Figures even when a test fails, so a red run still shows where coverage stands.
+      reportOnFailure: true,
       thresholds: COVERAGE_FLOORS,
     },
   },
