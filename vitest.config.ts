@@ -4,10 +4,22 @@ import { defineConfig } from 'vitest/config';
 const conditions = ['@lanes/source', 'import', 'node', 'default'];
 
 /**
- * Coverage floors per lib and app (statements, branches, functions, lines in %): set just under
- * the figures of the day they were set, so they only go up. Raise them when coverage rises.
+ * Coverage floors per lib and app (statements, branches, functions, lines in %): a point or two
+ * under the figures of the day they were set (full `npm test`, 2026-11-29: 92.2% statements,
+ * 82.6% branches overall), so they only go up. Raise them when coverage rises; never lower them.
+ * apps/cli is low because most of it runs in child processes, which v8 coverage does not see.
  */
-const COVERAGE_FLOORS = {};
+const COVERAGE_FLOORS = {
+  'apps/api/src/**': { statements: 95, branches: 82, functions: 95, lines: 96 },
+  'apps/cli/src/**': { statements: 69, branches: 56, functions: 76, lines: 67 },
+  'apps/supervisor/src/**': { statements: 94, branches: 79, functions: 95, lines: 95 },
+  'apps/worker/src/**': { statements: 90, branches: 83, functions: 88, lines: 93 },
+  'libs/contracts/src/**': { statements: 93, branches: 84, functions: 91, lines: 95 },
+  'libs/queue/src/**': { statements: 92, branches: 85, functions: 91, lines: 94 },
+  'libs/runner/src/**': { statements: 90, branches: 82, functions: 87, lines: 93 },
+  'libs/sandbox/src/**': { statements: 92, branches: 81, functions: 93, lines: 94 },
+  'libs/supervision/src/**': { statements: 99, branches: 96, functions: 99, lines: 99 },
+};
 
 export default defineConfig({
   resolve: { conditions },
