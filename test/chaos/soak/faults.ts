@@ -23,8 +23,11 @@ export interface SandboxKill {
   pid: number;
 }
 
-/** A sandbox kill looks this long for a busy sandbox before it gives up (the fleet may be restarting). */
-const SANDBOX_PICK_WINDOW_MS = 5_000;
+/**
+ * A sandbox kill looks this long for a busy sandbox before it gives up: the fleet may be restarting,
+ * or Redis away (6 s by default) so that the API cannot list the slots.
+ */
+const SANDBOX_PICK_WINDOW_MS = 20_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface FaultDeps {
