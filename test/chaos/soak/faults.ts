@@ -43,6 +43,8 @@ export class FaultRunner {
   readonly injected: InjectedFault[] = [];
   readonly sandboxKills: SandboxKill[] = [];
   readonly cancelled: Array<{ cardId: string; atMs: number; status: number }> = [];
+  /** Labels of the processes the soak itself stopped; any other exit is the product's doing. */
+  readonly stopped = new Set<string>();
 
   constructor(private readonly deps: FaultDeps) {}
 
@@ -83,6 +85,7 @@ export class FaultRunner {
       }
       case 'worker-kill': {
         const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
         await t.stopWorker(workerIndex, 'SIGKILL');
         await sleep(args.restartDelayMs);
         t.startWorker(workerIndex);
@@ -90,6 +93,7 @@ export class FaultRunner {
       }
       case 'worker-drain': {
         const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
         const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
         t.startWorker(workerIndex);
         return done({ target: w.proc.label, ...(exited ? {} : { note: 'did not exit after SIGTERM in time; killed' }) });
@@ -98,6 +102,7 @@ export class FaultRunner {
         // An honest create failure: the worker restarts with the faulty provider around its local
         // one (lane `faults.createFailures`), so its next creates really fail as a provider would.
         const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
         const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
         const next = t.startWorker(workerIndex, true);
         return done({ target: `${w.proc.label} → ${next.proc.label}`, note: `${args.createFailures} failing creates${exited ? '' : '; drain timed out, killed'}` });

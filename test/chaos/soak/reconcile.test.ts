@@ -49,6 +49,7 @@ function input(over: Partial<ReconcileInput>): ReconcileInput {
     sandboxKills: [],
     injected: [],
     partitionGraceMs: 4_000,
+    unexpectedExits: [],
     ...over,
   };
 }

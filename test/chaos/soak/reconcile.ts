@@ -30,6 +30,8 @@ export interface ReconcileInput {
    * again; a reap inside a partition or this long after it is by design, not false.
    */
   partitionGraceMs: number;
+  /** Processes of the stack (api, supervisor, workers) that exited without the soak stopping them. */
+  unexpectedExits: readonly string[];
 }
 
 export interface SoakResult {
@@ -51,6 +53,7 @@ export interface SoakResult {
   recoveryMs: { samples: number; p50?: number; p95?: number };
   /** Board says done, the ledger has no run of the card that finished. */
   doneWithoutFinishedRun: number;
+  unexpectedExits: string[];
   runs: number;
   faults: Record<string, number>;
   examples: { lost: string[]; concurrent: string[]; terminalTwice: string[]; falseReaps: string[]; leftTerminal: string[] };
@@ -161,6 +164,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     workerKills: { injected: killedWorkers.length, detected: workerDetected },
     recoveryMs: { samples: recovery.length, ...(recovery.length ? { p50: percentile(recovery, 50)!, p95: percentile(recovery, 95)! } : {}) },
     doneWithoutFinishedRun: doneWithoutRun,
+    unexpectedExits: [...input.unexpectedExits],
     runs: [...runs.values()].reduce((n, r) => n + r.length, 0),
     faults,
     examples: {
