@@ -56,7 +56,7 @@ export class FaultRunner {
       this.deps.log(`fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - atMs} ms)`);
     };
     const { topology: t, args } = this.deps;
-    const workerIndex = Math.floor(f.pick * args.workers);
+    const workerIndex = f.worker ?? Math.floor(f.pick * args.workers);
     switch (f.kind) {
       case 'sandbox-kill': {
         const kill = await this.killBusySandbox(f.pick);

@@ -9,7 +9,8 @@
  * Exit status 1 on any lost card, concurrent run, double terminal entry or false reap.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { isTerminalCardState, type CardRecord } from '@lanes/contracts';
 import { parseSoakArgs, resolveCounts, SoakUsageError, USAGE, type SoakArgs } from './args.js';
 import { soakApi, type SoakApi } from './api.js';
@@ -17,7 +18,7 @@ import { FaultRunner } from './faults.js';
 import { readLedger } from './ledger.js';
 import { readLogFacts } from './logs.js';
 import { isSameProcess } from './proc.js';
-import { reconcile, type SoakResult } from './reconcile.js';
+import { reconcile, type ReconcileInput, type SoakResult } from './reconcile.js';
 import { markdownReport } from './report.js';
 import { planSoak, type PlannedFault } from './schedule.js';
 import { LANE, startJanitor, startTopology, type Janitor, type Topology } from './topology.js';
@@ -134,7 +135,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   if (ledger.unreadable) log(`ledger: ${ledger.unreadable} unreadable line(s) (a run killed mid-write)`);
   const logs = readLogFacts(t.logsDir);
   const killedLabels = new Set(faults.injected.filter((f) => f.kind === 'worker-kill').map((f) => f.target));
-  return reconcile({
+  const input: ReconcileInput = {
     cardIds: ids,
     enqueued: new Set(enqueued),
     cards,
@@ -155,7 +156,10 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     // of X can be up to about X later; only then do the beats resume. So a reap up to an outage
     // plus a lock after the heal still counts as the partition's doing.
     partitionGraceMs: args.outageMs + args.lockMs,
-  });
+  };
+  // What the soak knows, next to the logs and the ledger, for a post-mortem with --keep.
+  writeFileSync(join(t.dir, 'facts.json'), JSON.stringify({ args, plan, ...input, cards: Object.fromEntries(input.cards), logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] }, enqueued: enqueued }, null, 1));
+  return reconcile(input);
 }
 
 /** What is left of this run after the janitor: namespaces, links, processes, the run directory. */

@@ -11,6 +11,8 @@ export interface PlannedFault {
   atMs: number;
   /** A number in [0, 1) that picks the victim among those present when the fault fires. */
   pick: number;
+  /** For faults aimed at a worker: which one (they take turns, from a seeded first). */
+  worker?: number;
 }
 
 export interface PlannedCard {
@@ -39,7 +41,7 @@ const FAULT_TO = 0.85;
  * cancels fall anywhere in the window. Victims are picked when a fault fires (by `pick`), since
  * which sandbox is busy then depends on the run.
  */
-export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'workMinMs' | 'workMaxMs'>, counts: FaultCounts): SoakPlan {
+export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'workMinMs' | 'workMaxMs' | 'workers'>, counts: FaultCounts): SoakPlan {
   const random = seededRandom(args.seed);
   const runMs = Math.round(args.minutes * 60_000);
   const cards: PlannedCard[] = [];
@@ -63,11 +65,14 @@ export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'wo
   const from = runMs * FAULT_FROM;
   const span = runMs * (FAULT_TO - FAULT_FROM);
   const stretch = fleetKinds.length ? span / fleetKinds.length : span;
+  const firstWorker = Math.floor(random() * args.workers);
+  let aimed = 0;
   const faults: PlannedFault[] = fleetKinds.map((kind, i) => ({
     kind,
     // The first third of its stretch, so the fault has the rest to play out before the next one.
     atMs: Math.round(from + i * stretch + random() * stretch * 0.33),
     pick: random(),
+    ...(kind === 'redis-kill' ? {} : { worker: (firstWorker + aimed++) % args.workers }),
   }));
   const anywhere = (kind: FaultKind, n: number) => {
     for (let i = 0; i < n; i++) faults.push({ kind, atMs: Math.round(from + random() * span), pick: random() });
