@@ -17,6 +17,7 @@ import { soakApi, type SoakApi } from './api.js';
 import { FaultRunner } from './faults.js';
 import { readLedger } from './ledger.js';
 import { readLogFacts } from './logs.js';
+import { readQueueEnds, type QueueEnd } from './queue-view.js';
 import { isSameProcess } from './proc.js';
 import { reconcile, type ReconcileInput, type SoakResult } from './reconcile.js';
 import { markdownReport } from './report.js';
@@ -134,6 +135,12 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   const ledger = readLedger(t.ledgerPath);
   if (ledger.unreadable) log(`ledger: ${ledger.unreadable} unreadable line(s) (a run killed mid-write)`);
   const logs = readLogFacts(t.logsDir);
+  let queueEnds: Map<string, QueueEnd> | undefined;
+  try {
+    queueEnds = await readQueueEnds(`redis://127.0.0.1:${t.redisPort}`, LANE, ids);
+  } catch (err) {
+    log(`could not read the queue's view: ${(err as Error).message}`);
+  }
   const killedLabels = new Set(faults.injected.filter((f) => f.kind === 'worker-kill').map((f) => f.target));
   const input: ReconcileInput = {
     cardIds: ids,
@@ -151,6 +158,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     })),
     sandboxKills: faults.sandboxKills,
     injected: faults.injected,
+    ...(queueEnds ? { queueEnds } : {}),
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage
     // of X can be up to about X later; only then do the beats resume. So a reap up to an outage
@@ -158,7 +166,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     partitionGraceMs: args.outageMs + args.lockMs,
   };
   // What the soak knows, next to the logs and the ledger, for a post-mortem with --keep.
-  writeFileSync(join(t.dir, 'facts.json'), JSON.stringify({ args, plan, ...input, cards: Object.fromEntries(input.cards), logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] }, enqueued: enqueued }, null, 1));
+  writeFileSync(join(t.dir, 'facts.json'), JSON.stringify({ args, plan, ...input, cards: Object.fromEntries(input.cards), queueEnds: queueEnds && Object.fromEntries(queueEnds), logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] }, enqueued: enqueued }, null, 1));
   return reconcile(input);
 }
 

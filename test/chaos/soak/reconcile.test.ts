@@ -4,6 +4,7 @@ import { resolveCounts, parseSoakArgs } from './args.js';
 import { concurrentCards, type LedgerRecord } from './ledger.js';
 import { reconcile, type ReconcileInput, type WorkerLife } from './reconcile.js';
 import { planSoak } from './schedule.js';
+import { disagrees, type QueueEnd } from './queue-view.js';
 
 const T = 1_800_000_000_000;
 const id = (run: string, sandbox: string) => ({ card: 'c1', run, attempt: 1, sandbox, pid: 7 });
@@ -103,5 +104,23 @@ describe('planSoak', () => {
     const kinds = new Set(plan.faults.map((f) => f.kind));
     expect([...kinds].sort()).toEqual(['cancel', 'create-failures', 'partition', 'redis-kill', 'sandbox-kill', 'worker-drain', 'worker-kill']);
     expect(plan.faults.every((f) => f.atMs > 0 && f.atMs < plan.runMs)).toBe(true);
+  });
+});
+
+describe('disagrees (board vs queue)', () => {
+  it.each<[string | undefined, QueueEnd | undefined, boolean]>([
+    ['done', 'completed', false],
+    ['done', 'failed', true],
+    ['done', 'none', true],
+    ['failed', 'failed', false],
+    ['failed', 'completed', true],
+    ['running', 'none', false],
+    ['blocked', 'completed', true],
+    ['queued', 'failed', true],
+    ['cancelled', 'failed', false],
+    ['cancelled', 'completed', false],
+    ['done', undefined, false],
+  ])('board %s, queue %s → %s', (board, queue, want) => {
+    expect(disagrees(board, queue)).toBe(want);
   });
 });

@@ -2,6 +2,7 @@ import { isTerminalCardState, type CardRecord } from '@lanes/contracts';
 import type { InjectedFault, SandboxKill } from './faults.js';
 import { concurrentCards, runsOf, type LedgerRecord } from './ledger.js';
 import type { LogFacts } from './logs.js';
+import { disagrees, type QueueEnd } from './queue-view.js';
 
 /** What the soak knows about one worker life. */
 export interface WorkerLife {
@@ -32,6 +33,8 @@ export interface ReconcileInput {
   partitionGraceMs: number;
   /** Processes of the stack (api, supervisor, workers) that exited without the soak stopping them. */
   unexpectedExits: readonly string[];
+  /** Where BullMQ says each card's job ended; undefined when Redis could not be read. */
+  queueEnds?: ReadonlyMap<string, QueueEnd>;
 }
 
 export interface SoakResult {
@@ -54,9 +57,11 @@ export interface SoakResult {
   /** Board says done, the ledger has no run of the card that finished. */
   doneWithoutFinishedRun: number;
   unexpectedExits: string[];
+  /** Cards whose board state and BullMQ job disagree (e.g. done on the board, failed in the queue). */
+  boardQueueDisagree: number;
   runs: number;
   faults: Record<string, number>;
-  examples: { lost: string[]; concurrent: string[]; terminalTwice: string[]; falseReaps: string[]; leftTerminal: string[] };
+  examples: { lost: string[]; concurrent: string[]; terminalTwice: string[]; falseReaps: string[]; leftTerminal: string[]; boardQueueDisagree: string[] };
   failures: string[];
 }
 
@@ -142,6 +147,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
   }
   recovery.sort((a, b) => a - b);
 
+  const disagreeing = input.queueEnds ? input.cardIds.filter((id) => disagrees(input.cards.get(id)?.state, input.queueEnds!.get(id))) : [];
   const runs = runsOf(input.ledger);
   const doneWithoutRun = [...input.cards.entries()].filter(([id, c]) => c?.state === 'done' && !(runs.get(id) ?? []).some((r) => r.outcome === 'ok')).length;
   const faults: Record<string, number> = {};
@@ -165,6 +171,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     recoveryMs: { samples: recovery.length, ...(recovery.length ? { p50: percentile(recovery, 50)!, p95: percentile(recovery, 95)! } : {}) },
     doneWithoutFinishedRun: doneWithoutRun,
     unexpectedExits: [...input.unexpectedExits],
+    boardQueueDisagree: disagreeing.length,
     runs: [...runs.values()].reduce((n, r) => n + r.length, 0),
     faults,
     examples: {
@@ -173,6 +180,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
       terminalTwice: terminalTwice.slice(0, EXAMPLES),
       falseReaps: falseReaps.slice(0, EXAMPLES),
       leftTerminal: leftTerminal.slice(0, EXAMPLES),
+      boardQueueDisagree: disagreeing.slice(0, EXAMPLES).map((id) => `${id}: board ${input.cards.get(id)?.state ?? '?'}, queue ${input.queueEnds?.get(id) ?? '?'}`),
     },
     failures: [],
   };

@@ -36,6 +36,7 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
     ['agent runs (ledger)', String(r.runs), ''],
     ['done without a finished run in the ledger', String(r.doneWithoutFinishedRun), ''],
+    ['board and queue disagree', String(r.boardQueueDisagree), ''],
     ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', ''],
   ];
   const faults = Object.entries(r.faults).map(([k, n]) => `${k} ×${n}`).join(', ');

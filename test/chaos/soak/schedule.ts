@@ -38,7 +38,7 @@ const FAULT_TO = 0.85;
 /**
  * The whole run, decided from the seed before anything starts. Fleet faults get equal stretches of
  * the fault window in a seeded order, each at a seeded offset inside its stretch; sandbox kills and
- * cancels fall anywhere in the window. Victims are picked when a fault fires (by `pick`), since
+ * cancels fall anywhere in it while cards still arrive. Victims are picked when a fault fires (by `pick`), since
  * which sandbox is busy then depends on the run.
  */
 export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'workMinMs' | 'workMaxMs' | 'workers'>, counts: FaultCounts): SoakPlan {
@@ -74,8 +74,10 @@ export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'wo
     pick: random(),
     ...(kind === 'redis-kill' ? {} : { worker: (firstWorker + aimed++) % args.workers }),
   }));
+  // Sandbox kills and cancels need busy slots and queued cards: they fall while cards still arrive.
+  const cardSpan = runMs * (ENQUEUE_SPAN - FAULT_FROM);
   const anywhere = (kind: FaultKind, n: number) => {
-    for (let i = 0; i < n; i++) faults.push({ kind, atMs: Math.round(from + random() * span), pick: random() });
+    for (let i = 0; i < n; i++) faults.push({ kind, atMs: Math.round(from + random() * cardSpan), pick: random() });
   };
   anywhere('sandbox-kill', counts.sandboxKills);
   anywhere('cancel', counts.cancels);
