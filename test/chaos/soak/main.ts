@@ -18,7 +18,7 @@ import { FaultRunner } from './faults.js';
 import { readLedger } from './ledger.js';
 import { readLogFacts } from './logs.js';
 import { readQueueEnds, type QueueEnd } from './queue-view.js';
-import { isSameProcess } from './proc.js';
+import { isSameProcess, pidsWithEnv } from './proc.js';
 import { reconcile, type ReconcileInput, type SoakResult } from './reconcile.js';
 import { markdownReport } from './report.js';
 import { planSoak, type PlannedFault } from './schedule.js';
@@ -31,6 +31,8 @@ const TICK_MS = 250;
 const SETTLE_POLL_MS = 2_000;
 /** Card reads in flight at once: enough to read 2,000 cards quickly without starving the API. */
 const READ_CONCURRENCY = 16;
+/** A run still going when the cards settled ends within its work time; this covers a loaded machine. */
+const AGENT_DRAIN_SLACK_MS = 10_000;
 
 const started = Date.now();
 const log = (s: string) => process.stderr.write(`[soak +${((Date.now() - started) / 1000).toFixed(1)}s] ${s}\n`);
@@ -126,8 +128,10 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     if (pending.size > 0) await sleep(SETTLE_POLL_MS);
   }
   log(pending.size ? `${pending.size} card(s) still not terminal at the deadline` : 'every card is terminal');
-  // Runs in orphaned sandboxes may still be going; let them write their ends before reading the ledger.
-  await sleep(args.workMaxMs + 1_000);
+  // Runs in orphaned sandboxes may still be going: let them write their ends before reading the
+  // ledger. Agents carry this run's ledger path in their environment.
+  const agentsBy = Date.now() + args.workMaxMs + AGENT_DRAIN_SLACK_MS;
+  while (pidsWithEnv('SOAK_LEDGER', t.ledgerPath).length > 0 && Date.now() < agentsBy) await sleep(TICK_MS);
 
   const ids = plan.cards.map((c) => c.id);
   const final = await mapLimit(ids, READ_CONCURRENCY, (id) => readCard(api, id));

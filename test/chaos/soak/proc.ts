@@ -53,6 +53,13 @@ export function sandboxPidsUnder(sandboxDir: string): number[] {
   return out;
 }
 
+/** Pids whose environment has `name=value` exactly (e.g. the soak's agents: SOAK_LEDGER=<this run's ledger>). */
+export function pidsWithEnv(name: string, value: string): number[] {
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n) && envOf(Number(n), name) === value)
+    .map(Number);
+}
+
 export function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): boolean {
   try {
     process.kill(pid, signal);
