@@ -31,6 +31,7 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['false reaps (owner alive, not partitioned)', String(r.falseReaps), gate(r.falseReaps)],
     ['reaps of a partitioned worker', String(r.reapsOfPartitioned), ''],
     ['reaps of dead owners', String(r.reapsOfDeadOwners), ''],
+    ['reaps the soak could not judge (owner unknown)', String(r.reapsOwnerUnknown), ''],
     ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, ''],
     ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, ''],
     ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
