@@ -50,7 +50,7 @@ const FLAGS = [
   'partitions', 'create-failure-windows', 'cancels', 'create-failures', 'netns',
 ] as const;
 
-export const USAGE = `usage: npm run chaos -- [--cards N] [--minutes M] [--seed S] [options]
+export const USAGE = `usage: npm run chaos -- [--cards N (200)] [--minutes M (3)] [--seed S (1)] [options]
 
   --workers N (2)  --slots N per worker (2)  --lock-ms (4000)  --heartbeat-ms (500)
   --outage-ms (6000)  Redis down / partition length   --restart-delay-ms (2000)
@@ -71,8 +71,10 @@ export function parseSoakArgs(argv: readonly string[]): SoakArgs {
       ...Object.fromEntries(FLAGS.map((f) => [f, { type: 'string' as const }])),
       json: { type: 'boolean' },
       keep: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
+  if (values.help) throw new SoakHelpRequested();
   const raw = Object.fromEntries(Object.entries(values).map(([k, v]) => [camel(k), v]));
   const parsed = SoakArgsSchema.safeParse(raw);
   if (!parsed.success) {
@@ -83,6 +85,7 @@ export function parseSoakArgs(argv: readonly string[]): SoakArgs {
 }
 
 export class SoakUsageError extends Error {}
+export class SoakHelpRequested extends Error {}
 
 export interface FaultCounts {
   sandboxKills: number;

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isTerminalCardState, type CardRecord } from '@lanes/contracts';
-import { parseSoakArgs, resolveCounts, SoakUsageError, USAGE, type SoakArgs } from './args.js';
+import { parseSoakArgs, resolveCounts, SoakHelpRequested, SoakUsageError, USAGE, type SoakArgs } from './args.js';
 import { soakApi, type SoakApi } from './api.js';
 import { FaultRunner } from './faults.js';
 import { readLedger } from './ledger.js';
@@ -191,6 +191,10 @@ async function main(): Promise<number> {
   try {
     args = parseSoakArgs(process.argv.slice(2));
   } catch (err) {
+    if (err instanceof SoakHelpRequested) {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
     if (err instanceof SoakUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`soak: ${(err as Error).message}\n\n${USAGE}\n`);
       return 2;
