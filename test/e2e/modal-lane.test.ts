@@ -76,6 +76,9 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
   it('the control plane answers UNAVAILABLE for 20 s while a slot needs a new sandbox: breaker opens, cards wait, all reach done, the outage clears', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-5', lane: 'modal-lane', title: 'dies', metadata: { sleepMs: 3_000 } });
     const running = await t.api.waitCard('m-5', 'running', (c) => c.state === 'running');
+    // Creates fail from the kill on, so the respawn (20 ms backoff) cannot slip in before the outage;
+    // the whole control plane goes down once the death has been seen (a dead poll needs it up).
+    server.faults.fail('SandboxCreateV2', { forMs: 20_000 });
     server.killSandbox(running.sandboxId!);
     await t.api.waitCard('m-5', 'blocked (sandbox-dead)', (c) => c.state === 'blocked' && c.blockedReason === 'sandbox-dead');
     server.faults.fail('ModalClient', { forMs: 20_000 });

@@ -1,0 +1,115 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+const Int = (min: number) => z.coerce.number().int().min(min);
+
+/**
+ * Soak settings, validated once. Defaults are the issue's acceptance figures scaled to the run:
+ * lock 4 s and heartbeat 500 ms as in the issue; outages and the partition last 6 s, which outlasts
+ * both the lock and the heartbeat timeout (2 × heartbeat).
+ */
+export const SoakArgsSchema = z
+  .object({
+    cards: Int(1).default(200),
+    minutes: z.coerce.number().positive().default(3),
+    seed: Int(0).default(1),
+    workers: Int(2).default(2),
+    slots: Int(1).default(2),
+    lockMs: Int(1_000).default(4_000),
+    heartbeatMs: Int(50).default(500),
+    /** Redis down and the partition: longer than the lock and the heartbeat timeout. */
+    outageMs: Int(1).default(6_000),
+    /** A killed worker comes back after this; long enough for BullMQ to see its cards stall. */
+    restartDelayMs: Int(0).default(2_000),
+    /** Agent work per run, drawn per card from the seed. */
+    workMinMs: Int(0).default(500),
+    workMaxMs: Int(0).default(3_000),
+    /** How long the cards may take to settle after the last fault before the unfinished ones count as lost. */
+    settleSeconds: Int(1).default(120),
+    /** Fault counts; unset ones scale with the run (see `resolveCounts`). */
+    sandboxKills: Int(0).optional(),
+    workerKills: Int(0).optional(),
+    drains: Int(0).optional(),
+    redisKills: Int(0).optional(),
+    partitions: Int(0).optional(),
+    createFailureWindows: Int(0).optional(),
+    cancels: Int(0).optional(),
+    /** Creates that fail in one window (the breaker opens at 5 by default). */
+    createFailures: Int(1).default(3),
+    netns: z.enum(['auto', 'on', 'off']).default('auto'),
+    json: z.boolean().default(false),
+    /** Keep the run directory (logs, ledger) for a post-mortem instead of removing it. */
+    keep: z.boolean().default(false),
+  })
+  .refine((a) => a.workMaxMs >= a.workMinMs, { message: 'work-max-ms must be ≥ work-min-ms', path: ['workMaxMs'] });
+export type SoakArgs = z.infer<typeof SoakArgsSchema>;
+
+const FLAGS = [
+  'cards', 'minutes', 'seed', 'workers', 'slots', 'lock-ms', 'heartbeat-ms', 'outage-ms', 'restart-delay-ms',
+  'work-min-ms', 'work-max-ms', 'settle-seconds', 'sandbox-kills', 'worker-kills', 'drains', 'redis-kills',
+  'partitions', 'create-failure-windows', 'cancels', 'create-failures', 'netns',
+] as const;
+
+export const USAGE = `usage: npm run chaos -- [--cards N (200)] [--minutes M (3)] [--seed S (1)] [options]
+
+  --workers N (2)  --slots N per worker (2)  --lock-ms (4000)  --heartbeat-ms (500)
+  --outage-ms (6000)  Redis down / partition length   --restart-delay-ms (2000)
+  --work-min-ms (500) --work-max-ms (3000)   agent work per run
+  --settle-seconds (120)   after the last fault, cards still not terminal count as lost
+  --sandbox-kills --worker-kills --drains --redis-kills --partitions --create-failure-windows --cancels N
+  --create-failures N (3)  creates that fail in one window
+  --netns auto|on|off (auto)   workers in their own network namespaces
+  --json   print the result as JSON too     --keep   keep the run directory`;
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** Parses argv; throws a readable error naming the flag. */
+export function parseSoakArgs(argv: readonly string[]): SoakArgs {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      ...Object.fromEntries(FLAGS.map((f) => [f, { type: 'string' as const }])),
+      json: { type: 'boolean' },
+      keep: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) throw new SoakHelpRequested();
+  const raw = Object.fromEntries(Object.entries(values).map(([k, v]) => [camel(k), v]));
+  const parsed = SoakArgsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `--${String(i.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`);
+    throw new SoakUsageError(issues.join('; '));
+  }
+  return parsed.data;
+}
+
+export class SoakUsageError extends Error {}
+export class SoakHelpRequested extends Error {}
+
+export interface FaultCounts {
+  sandboxKills: number;
+  workerKills: number;
+  drains: number;
+  redisKills: number;
+  partitions: number;
+  createFailureWindows: number;
+  cancels: number;
+}
+
+/**
+ * Counts not given on the command line scale with the run: one sandbox kill per 20 cards (the
+ * acceptance run's 100 for 2,000), one cancel per 50 cards, and at least one of every other fault.
+ */
+export function resolveCounts(a: SoakArgs): FaultCounts {
+  const minutes = a.minutes;
+  return {
+    sandboxKills: a.sandboxKills ?? Math.max(1, Math.round(a.cards / 20)),
+    workerKills: a.workerKills ?? Math.max(1, Math.floor(minutes / 6)),
+    drains: a.drains ?? 1,
+    redisKills: a.redisKills ?? Math.max(1, Math.floor(minutes / 8)),
+    partitions: a.partitions ?? 1,
+    createFailureWindows: a.createFailureWindows ?? 1,
+    cancels: a.cancels ?? Math.max(1, Math.round(a.cards / 50)),
+  };
+}

@@ -1,0 +1,154 @@
+import type { SoakArgs } from './args.js';
+import type { SoakApi } from './api.js';
+import { envOf, isSameProcess, procStartTime } from './proc.js';
+import type { FaultKind, PlannedFault } from './schedule.js';
+import { LANE, type Topology } from './topology.js';
+
+/** What the soak did, as it knows it: the ground truth the board's view is reconciled against. */
+export interface InjectedFault {
+  kind: FaultKind;
+  /** Epoch ms when it began, and when it was over (a restart done, Redis back, the link up). */
+  atMs: number;
+  endMs: number;
+  target?: string;
+  /** Why nothing was done (no busy sandbox at the time, say). */
+  skipped?: string;
+  note?: string;
+}
+
+export interface SandboxKill {
+  atMs: number;
+  sandboxId: string;
+  cardId: string;
+  pid: number;
+}
+
+/**
+ * A sandbox kill looks this long for a busy sandbox before it gives up: the fleet may be restarting,
+ * or Redis away (6 s by default) so that the API cannot list the slots.
+ */
+const SANDBOX_PICK_WINDOW_MS = 20_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface FaultDeps {
+  topology: Topology;
+  api: SoakApi;
+  args: SoakArgs;
+  /** Card ids enqueued so far (cancels pick among them). */
+  enqueued: () => readonly string[];
+  log: (s: string) => void;
+}
+
+export class FaultRunner {
+  readonly injected: InjectedFault[] = [];
+  readonly sandboxKills: SandboxKill[] = [];
+  readonly cancelled: Array<{ cardId: string; atMs: number; status: number }> = [];
+  /** Labels of the processes the soak itself stopped; any other exit is the product's doing. */
+  readonly stopped = new Set<string>();
+
+  constructor(private readonly deps: FaultDeps) {}
+
+  async run(f: PlannedFault): Promise<void> {
+    const atMs = Date.now();
+    const done = (extra: Partial<InjectedFault> = {}) => {
+      const entry: InjectedFault = { kind: f.kind, atMs, endMs: Date.now(), ...extra };
+      this.injected.push(entry);
+      this.deps.log(`fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - atMs} ms)`);
+    };
+    const { topology: t, args } = this.deps;
+    const workerIndex = f.worker ?? Math.floor(f.pick * args.workers);
+    switch (f.kind) {
+      case 'sandbox-kill': {
+        const kill = await this.killBusySandbox(f.pick);
+        return kill ? done({ target: `${kill.sandboxId} (card ${kill.cardId}, pid ${kill.pid})` }) : done({ skipped: 'no busy sandbox of ours was found' });
+      }
+      case 'cancel': {
+        // A card that is running or still queued, so the cancel has something to do: the cards on
+        // busy slots and the latest ones enqueued.
+        let running: string[] = [];
+        try {
+          running = ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).flatMap((s) => (s.cardId ? [s.cardId] : []));
+        } catch {
+          // Redis away: pick among the queued ones
+        }
+        const ids = [...new Set([...running, ...this.deps.enqueued().slice(-2 * args.workers * args.slots)])];
+        const id = ids[Math.floor(f.pick * ids.length)];
+        if (!id) return done({ skipped: 'no card enqueued yet' });
+        let status = 0;
+        try {
+          status = await this.deps.api.cancel(id);
+        } catch {
+          status = -1;
+        }
+        this.cancelled.push({ cardId: id, atMs, status });
+        return done({ target: id, note: `HTTP ${status}` });
+      }
+      case 'worker-kill': {
+        const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
+        await t.stopWorker(workerIndex, 'SIGKILL');
+        await sleep(args.restartDelayMs);
+        t.startWorker(workerIndex);
+        return done({ target: w.proc.label });
+      }
+      case 'worker-drain': {
+        const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
+        const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
+        t.startWorker(workerIndex);
+        return done({ target: w.proc.label, ...(exited ? {} : { note: 'did not exit after SIGTERM in time; killed' }) });
+      }
+      case 'create-failures': {
+        // An honest create failure: the worker restarts with the faulty provider around its local
+        // one (lane `faults.createFailures`), so its next creates really fail as a provider would.
+        const w = t.current(workerIndex);
+        this.stopped.add(w.proc.label);
+        const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
+        const next = t.startWorker(workerIndex, true);
+        return done({ target: `${w.proc.label} → ${next.proc.label}`, note: `${args.createFailures} failing creates${exited ? '' : '; drain timed out, killed'}` });
+      }
+      case 'redis-kill': {
+        await t.killRedis();
+        await sleep(args.outageMs);
+        await t.startRedis();
+        return done({ target: `redis-server :${t.redisPort}`, note: `down ${Date.now() - atMs} ms` });
+      }
+      case 'partition': {
+        const w = t.current(workerIndex);
+        t.partition(workerIndex, true);
+        await sleep(args.outageMs);
+        t.partition(workerIndex, false);
+        return done({ target: w.proc.label, note: t.mode === 'netns' ? 'veth link down' : 'SIGSTOP (plain mode)' });
+      }
+    }
+  }
+
+  /** kill -9 of a sandbox that is running a card, if the pid really is one of ours (its env says so). */
+  private async killBusySandbox(pick: number): Promise<SandboxKill | undefined> {
+    const deadline = Date.now() + SANDBOX_PICK_WINDOW_MS;
+    while (Date.now() < deadline) {
+      let lanes;
+      try {
+        lanes = await this.deps.api.lanes();
+      } catch {
+        lanes = undefined;
+      }
+      const busy = (lanes?.find((l) => l.name === LANE)?.slots ?? []).filter(
+        (s) => s.cardId && s.sandbox?.state === 'live' && s.sandbox.pid !== undefined && envOf(s.sandbox.pid, 'LANES_SANDBOX_ID') === s.sandbox.id && (envOf(s.sandbox.pid, 'LANES_SANDBOX_WORKDIR') ?? '').startsWith(`${this.deps.topology.sandboxDir}/`),
+      );
+      const slot = busy[Math.floor(pick * busy.length)];
+      if (slot?.sandbox?.pid !== undefined) {
+        const pid = slot.sandbox.pid;
+        const start = procStartTime(pid);
+        if (start !== undefined && isSameProcess(pid, start)) {
+          process.kill(pid, 'SIGKILL');
+          const kill = { atMs: Date.now(), sandboxId: slot.sandbox.id, cardId: slot.cardId!, pid };
+          this.sandboxKills.push(kill);
+          return kill;
+        }
+      }
+      await sleep(250);
+    }
+    return undefined;
+  }
+}

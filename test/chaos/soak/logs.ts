@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** What the soak reads from the stack's own pino logs (one JSON object per line). */
+export interface LogFacts {
+  /** Worker id per worker instance label (from the `worker` binding of its first line that has one). */
+  workerIds: Map<string, string>;
+  reaps: Array<{ atMs: number; sandboxId: string; slot?: string; owner?: string; reason?: string }>;
+  forgotten: Array<{ atMs: number; worker: string }>;
+  /** Sandboxes the workers declared dead. */
+  deadSandboxes: Set<string>;
+}
+
+function lines(path: string): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      out.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a line cut short by a kill -9
+    }
+  }
+  return out;
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+export function readLogFacts(logsDir: string): LogFacts {
+  const facts: LogFacts = { workerIds: new Map(), reaps: [], forgotten: [], deadSandboxes: new Set() };
+  for (const file of readdirSync(logsDir)) {
+    if (!file.endsWith('.log')) continue;
+    const label = file.slice(0, -'.log'.length);
+    for (const l of lines(join(logsDir, file))) {
+      const time = typeof l.time === 'number' ? l.time : 0;
+      if (label.startsWith('worker-') && !facts.workerIds.has(label) && str(l.worker)) facts.workerIds.set(label, str(l.worker)!);
+      switch (l.event) {
+        case 'sandbox.reaped': {
+          const sandboxId = str(l.sandboxId);
+          if (sandboxId) {
+            facts.reaps.push({
+              atMs: time,
+              sandboxId,
+              ...(str(l.slot) ? { slot: str(l.slot)! } : {}),
+              ...(str(l.owner) ? { owner: str(l.owner)! } : {}),
+              ...(str(l.reason) ? { reason: str(l.reason)! } : {}),
+            });
+          }
+          break;
+        }
+        case 'worker.forgotten':
+          if (str(l.worker)) facts.forgotten.push({ atMs: time, worker: str(l.worker)! });
+          break;
+        case 'sandbox.dead':
+          if (str(l.sandboxId)) facts.deadSandboxes.add(str(l.sandboxId)!);
+          break;
+      }
+    }
+  }
+  return facts;
+}

@@ -1,0 +1,60 @@
+import type { SoakResult } from './reconcile.js';
+
+export interface RunInfo {
+  runId: string;
+  mode: string;
+  seed: number;
+  cards: number;
+  minutes: number;
+  workers: number;
+  slots: number;
+  lockMs: number;
+  heartbeatMs: number;
+  outageMs: number;
+  elapsedMs: number;
+}
+
+const ms = (v: number | undefined) => (v === undefined ? '–' : `${(v / 1000).toFixed(1)} s`);
+
+/** The soak's table: one row per figure, the last column says whether it fails the run. */
+export function markdownReport(info: RunInfo, r: SoakResult): string {
+  const gate = (n: number) => (n > 0 ? '**FAIL**' : 'ok');
+  const rows: Array<[string, string, string]> = [
+    ['enqueued', String(r.enqueued), ''],
+    ['done', String(r.done), ''],
+    ['failed', String(r.failed), ''],
+    ['cancelled', String(r.cancelled), ''],
+    ['lost (not terminal at the end)', String(r.lost), gate(r.lost)],
+    ['ran concurrently', String(r.ranConcurrently), gate(r.ranConcurrently)],
+    ['terminal twice in history', String(r.terminalTwice), gate(r.terminalTwice)],
+    ['left a terminal state', String(r.leftTerminal), ''],
+    ['false reaps (owner alive, not partitioned)', String(r.falseReaps), gate(r.falseReaps)],
+    ['reaps of a partitioned worker', String(r.reapsOfPartitioned), ''],
+    ['reaps of dead owners', String(r.reapsOfDeadOwners), ''],
+    ['reaps the soak could not judge (owner unknown)', String(r.reapsOwnerUnknown), ''],
+    ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, ''],
+    ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, ''],
+    ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
+    ['agent runs (ledger)', String(r.runs), ''],
+    ['done without a finished run in the ledger', String(r.doneWithoutFinishedRun), ''],
+    ['board and queue disagree', String(r.boardQueueDisagree), ''],
+    ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', ''],
+  ];
+  const faults = Object.entries(r.faults).map(([k, n]) => `${k} ×${n}`).join(', ');
+  const out = [
+    `### Soak ${info.runId}: seed ${info.seed}, ${info.cards} cards, ${info.minutes} min, mode ${info.mode}`,
+    '',
+    `${info.workers} workers × ${info.slots} slots, lock ${info.lockMs} ms, heartbeat ${info.heartbeatMs} ms, outages ${info.outageMs} ms; took ${ms(info.elapsedMs)}.`,
+    `Faults injected: ${faults || 'none'}.`,
+    '',
+    '| figure | value | gate |',
+    '|---|---|---|',
+    ...rows.map(([a, b, c]) => `| ${a} | ${b} | ${c} |`),
+    '',
+  ];
+  for (const [name, list] of Object.entries(r.examples)) {
+    if (list.length) out.push(`${name}:`, ...list.map((l) => `  - ${l}`), '');
+  }
+  out.push(r.failures.length ? `RESULT: FAIL (${r.failures.join(', ')})` : 'RESULT: PASS');
+  return out.join('\n');
+}
