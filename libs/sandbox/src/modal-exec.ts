@@ -31,7 +31,8 @@ export interface ModalExecContext {
 /** Kill execs tried before concluding the group cannot be killed. */
 const MAX_KILL_ATTEMPTS = 3;
 
-type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'gone'; detail: string };
+/** `error`: wait() failed; `stuck`: our kill ran out of attempts and the command still had not ended. */
+type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'stuck'; error: ProviderUnavailableError } | { kind: 'gone'; detail: string };
 
 /** Reads one output stream to the end (or until cancelled), keeping the tail. */
 class Collector {
@@ -96,6 +97,32 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
 }
 
 /**
+ * After the exec channel failed in transport, the command itself may still run in a healthy
+ * sandbox: the kill script (by exec id) ends its group and exits 0 only once nothing of it is left.
+ * True when confirmed stopped (or the sandbox is gone, so nothing runs); false when every attempt
+ * failed. Each attempt is bounded as a whole: the SDK retries a refused exec start for ~10 s.
+ */
+async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: number): Promise<boolean> {
+  const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
+  for (let attempt = 0; attempt < MAX_KILL_ATTEMPTS; attempt++) {
+    try {
+      const code = await withDeadline(
+        (async () => {
+          const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: sdkTimeoutMs('kill exec timeoutMs', killBackstopMs) });
+          cancelStreams(killer);
+          return killer.wait();
+        })(),
+        killBackstopMs,
+      );
+      if (code === 0) return true;
+    } catch (err) {
+      if (toLanesError(err, { kind: 'sandbox', sandboxId: ctx.sandboxId }) instanceof SandboxGoneError) return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Runs one command in a Modal sandbox (the queue guarantees one at a time per sandbox):
  * argv goes through the process-group wrapper, `wait()` is raced against periodic `poll()` so a
  * sandbox dying mid-command cannot hang it, and timeout/cancel kill the command's group, never the
@@ -151,7 +178,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     killing ??= killGroup(ctx, execId, graceMs, exited).then(async () => {
       // Every kill attempt ran and the command still has not ended: the exec channel is stuck.
       if (!(await settlesWithin(exited, ctx.outputDrainMs))) {
-        settle({ kind: 'error', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) });
+        settle({ kind: 'stuck', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) });
       }
     });
   };
@@ -184,7 +211,14 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     stdout.cancel();
     stderr.cancel();
     if (outcome.kind === 'gone') throw new SandboxGoneError(ctx.sandboxId, outcome.detail);
-    throw toLanesError(outcome.error, scope);
+    if (outcome.kind === 'stuck') throw outcome.error;
+    const error = toLanesError(outcome.error, scope);
+    // Transport lost the command, not the command ending: stop it by exec id before anyone can
+    // start the next attempt in this sandbox (the caller re-runs a transport failure).
+    if (error instanceof ProviderUnavailableError && !(await confirmStopped(ctx, execId, graceMs))) {
+      throw new ProviderUnavailableError(MODAL_PROVIDER_NAME, `${error.message}; command ${execId} could not be confirmed stopped`);
+    }
+    throw error;
   }
   // The group is dead once the command exited, but let the kill exec finish so the next command
   // cannot race its last sweep.

@@ -44,7 +44,7 @@ function matches(target: RpcTarget, call: RpcCall): boolean {
  */
 export class ModalFaults {
   readonly #rules: FailRule[] = [];
-  readonly #delays = new Map<string, number>();
+  readonly #delays = new Map<string, { ms: number; remaining: number }>();
   readonly #counts = new Map<string, number>();
   readonly #now: () => number;
 
@@ -64,9 +64,12 @@ export class ModalFaults {
     });
   }
 
-  /** Every matching call waits this long before it is answered (0 removes the delay). */
-  delay(method: string, ms: number): void {
-    if (ms > 0) this.#delays.set(method, ms);
+  /**
+   * Every matching call waits this long before it is answered (0 removes the delay); with `times`,
+   * only that many calls (a latency spike, e.g. one slow canary).
+   */
+  delay(method: string, ms: number, options: { times?: number } = {}): void {
+    if (ms > 0) this.#delays.set(method, { ms, remaining: options.times ?? Number.POSITIVE_INFINITY });
     else this.#delays.delete(method);
   }
 
@@ -108,8 +111,12 @@ export class ModalFaults {
     return undefined;
   }
 
+  /** The delay the next call of `method` waits; spends one unit of a counted spike. */
   delayFor(method: string): number {
-    return this.#delays.get(method) ?? 0;
+    const d = this.#delays.get(method);
+    if (!d) return 0;
+    if (--d.remaining <= 0) this.#delays.delete(method);
+    return d.ms;
   }
 
   count(method: string, sandboxId: string | undefined): void {
