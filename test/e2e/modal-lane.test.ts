@@ -34,6 +34,15 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
         { name: 'modal-lane', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 200, respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 } },
         // An agent that dies by a bare SIGKILL: the suspect exit that makes the supervisor probe.
         { name: 'modal-suspect', slots: 1, agent: ['sh', '-c', SUSPECT_AGENT], attempts: 1, canaryTimeoutMs: 1_000, killGraceMs: 200 },
+        // One provider failure opens the breaker, which half-opens after a second.
+        {
+          name: 'modal-breaker',
+          slots: 1,
+          agent: [process.execPath, DEMO_AGENT],
+          killGraceMs: 200,
+          breaker: { failureThreshold: 1, openMs: 1_000 },
+          respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
+        },
       ],
       {
         wrap: () =>
@@ -131,6 +140,48 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     const done = await t.api.waitCard('m-8', 'done', (c) => c.state === 'done');
     expect(done).toMatchObject({ sandboxId: running.sandboxId, attempts: 1 });
   });
+
+  /** The breaker lane's live sandbox, once it has one. */
+  const liveBreakerSandbox = async (): Promise<string> => {
+    await waitFor('the breaker lane to have a live sandbox', async () => (await laneNamed('modal-breaker')).slots[0]?.sandbox?.state === 'live', { timeoutMs: 20_000 });
+    return (await laneNamed('modal-breaker')).slots[0]!.sandbox!.id;
+  };
+
+  it('an open breaker with every slot live half-opens on schedule and closes through an idle canary: the outage clears, no new sandbox', async () => {
+    const sandboxId = await liveBreakerSandbox();
+    const createsBefore = server.faults.calls('SandboxCreateV2');
+    const since = Date.now();
+    // The router refuses the card's first execs (a status the SDK does not retry): the card's run
+    // and its probe canary both fail in transport, and one failure opens the breaker.
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, times: 2, sandboxId });
+    await t.api.request('POST', '/v1/cards', { id: 'b-1', lane: 'modal-breaker', title: 'outage' });
+    await t.api.waitCard('b-1', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage');
+    await waitFor('the lane to read outage', async () => (await laneNamed('modal-breaker')).outage);
+    const done = await t.api.waitCard('b-1', 'done', (c) => c.state === 'done', 30_000);
+    // Only a canary closes the breaker: the idle one on the live sandbox, on the breaker's own schedule.
+    await waitFor('the breaker to close and the outage flag to clear', async () => {
+      const lane = await laneNamed('modal-breaker');
+      return lane.breaker.state === 'closed' && !lane.outage;
+    }, { timeoutMs: 20_000 });
+    expect(done).toMatchObject({ sandboxId, attempts: 1 });
+    // The only canaries the router ran since the faults were idle canaries on the live sandbox.
+    expect(execsSince(sandboxId, 'lanes-canary', since)).not.toHaveLength(0);
+    expect(server.faults.calls('SandboxCreateV2')).toBe(createsBefore);
+  }, 60_000);
+
+  it('a sandbox that polls live but whose router refuses every exec is marked dead after a bounded run of failed canaries, respawned, and the outage clears', async () => {
+    const sandboxId = await liveBreakerSandbox();
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, forMs: 120_000, sandboxId });
+    await t.api.request('POST', '/v1/cards', { id: 'b-2', lane: 'modal-breaker', title: 'broken router' });
+    await t.api.waitCard('b-2', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage');
+    const done = await t.api.waitCard('b-2', 'done', (c) => c.state === 'done', 60_000);
+    expect(done.sandboxId).not.toBe(sandboxId);
+    expect(done.attempts).toBe(1);
+    // Polls said live throughout; only the failed canaries condemned it, and it was terminated.
+    expect(server.sandbox(sandboxId)!.running).toBe(false);
+    expect(server.faults.calls('SandboxTerminateV2', sandboxId)).toBeGreaterThan(0);
+    await waitFor('the outage flag to clear', async () => !(await laneNamed('modal-breaker')).outage, { timeoutMs: 20_000 });
+  }, 90_000);
 
   it('the control plane answers UNAVAILABLE for 20 s while a slot needs a new sandbox: breaker opens, cards wait, all reach done, the outage clears', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-5', lane: 'modal-lane', title: 'dies', metadata: { sleepMs: 3_000 } });

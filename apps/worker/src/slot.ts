@@ -3,7 +3,7 @@ import { ConfigError, ProviderInvalidError, defaults, type LaneConfig, type Obse
 import type { EventLog } from '@lanes/queue';
 import { errorKind, runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
+import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type CanaryReading, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import type { Terminator } from './terminator.js';
@@ -163,6 +163,20 @@ export class Slot {
         if (decision.breakerFailure) await breaker.failure(decision.reason);
         if (this.idleWith(handle)) this.markDead('unknown', decision.reason);
     }
+  }
+
+  /**
+   * A card's probe canary on this sandbox, run after the poll said live, that did not answer: it
+   * counts with the idle canaries. Without it, a card re-driven at every half-open takes the slot
+   * before any idle canary can, and a sandbox whose exec channel is broken is never condemned.
+   * (The card's run already told the breaker.)
+   */
+  countCardCanary(handle: SandboxHandle, reading: CanaryReading): void {
+    if (this.handle !== handle || this.state !== 'live') return;
+    const decision = evaluateIdleCanary(this.failedCanaries, reading);
+    this.failedCanaries = decision.failedCanaries;
+    this.deps.log.info({ event: 'sandbox.card-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.card-canary');
+    if (decision.action === 'mark-dead') this.markDead('unknown', decision.reason);
   }
 
   /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */
