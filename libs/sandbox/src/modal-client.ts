@@ -80,7 +80,19 @@ export interface ModalSandboxCreateParamsLike {
   tags?: Record<string, string>;
 }
 
+/** The one control-plane RPC lanes calls directly (see `modal-list.ts` for why); the SDK's stub. */
+export interface ModalControlPlaneLike {
+  sandboxListV2(request: {
+    appId: string;
+    includeFinished: boolean;
+    tags: Array<{ tagName: string; tagValue: string }>;
+    beforeTimestamp?: number;
+  }): Promise<{ sandboxes: Array<{ id: string; createdAt: number; tags: Array<{ tagName: string; tagValue: string }> }> }>;
+}
+
 export interface ModalClientLike {
+  /** `ModalClient.cpClient`: the control-plane stub, with the SDK's auth/retry/timeout middleware. */
+  readonly cpClient: ModalControlPlaneLike;
   readonly apps: {
     fromName(name: string, params?: { createIfMissing?: boolean; environment?: string }): Promise<ModalAppLike>;
   };
