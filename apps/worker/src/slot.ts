@@ -56,6 +56,8 @@ export class Slot {
   private readonly stopping = new AbortController();
   /** Idle canaries the current sandbox failed in a row (see evaluateIdleCanary). */
   private failedCanaries = 0;
+  /** This slot's idle probe while it is in flight (see probeIdle). */
+  private idleProbe: Promise<void> | undefined;
 
   constructor(private readonly deps: SlotDeps) {}
 
@@ -116,6 +118,14 @@ export class Slot {
       const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
       if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs, this.stopping.signal);
     }
+  }
+
+  /**
+   * Starts an idle probe unless this slot's previous one is still out: a poll that hangs holds this
+   * slot's probe only (until its call deadline), never the lane's or the worker's.
+   */
+  probeIdle(): Promise<void> {
+    return (this.idleProbe ??= this.checkIdle().finally(() => (this.idleProbe = undefined)));
   }
 
   /** Polls the sandbox of an idle live slot, so a death between cards costs no card an infra retry. */
