@@ -1,5 +1,5 @@
 import type { SandboxTags } from '@lanes/contracts';
-import type { SandboxRef } from './provider.js';
+import type { SandboxRef } from '../provider.js';
 import type { ModalControlPlaneLike } from './modal-client.js';
 
 /**

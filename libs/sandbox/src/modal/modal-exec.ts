@@ -1,13 +1,13 @@
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
 import type { PollResult } from '@lanes/contracts';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
-import { cancelledBeforeStart } from './exec-result.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
+import { cancelledBeforeStart } from '../exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
 import { LivenessWatch } from './modal-liveness.js';
 import { sdkTimeoutMs } from './modal-timeouts.js';
-import type { ExecOptions, ExecResult, OutputStream } from './provider.js';
+import type { ExecOptions, ExecResult, OutputStream } from '../provider.js';
 
 /** How a running command learns about its sandbox and its timing knobs (one per sandbox handle). */
 export interface ModalExecContext {

@@ -7,8 +7,8 @@ import {
   type SandboxSpec,
   type SandboxTags,
 } from '@lanes/contracts';
-import { bestEffort, type CleanupErrorSink } from './best-effort.js';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { withCallDeadline } from './modal-call-deadline.js';
 import { createModalClient, type ModalClientFactoryOptions, type ModalClientLike, type ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, isGone, toLanesError } from './modal-errors.js';
@@ -17,7 +17,7 @@ import { canaryArgv } from './modal-exec-scripts.js';
 import { ModalResources } from './modal-resources.js';
 import { sdkTimeoutMs } from './modal-timeouts.js';
 import { ModalSandboxHandle, type ModalHandleTiming } from './modal-sandbox-handle.js';
-import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
+import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from '../provider.js';
 
 /** The Modal app that owns lanes sandboxes unless configured otherwise. */
 export const DEFAULT_MODAL_APP_NAME = 'lanes';

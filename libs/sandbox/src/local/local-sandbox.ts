@@ -2,16 +2,16 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { PollResult } from '@lanes/contracts';
 import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
-import { KILL_SWEEP_LIMIT_MS } from '../runtime/kill-escalation.mjs';
-import { bestEffort, type CleanupErrorSink } from './best-effort.js';
-import { CappedText } from './capped-text.js';
-import { withDeadline } from './deadline.js';
-import { ExecQueue } from './exec-queue.js';
-import { cancelledBeforeStart } from './exec-result.js';
+import { KILL_SWEEP_LIMIT_MS } from '../../runtime/kill-escalation.mjs';
+import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
+import { CappedText } from '../capped-text.js';
+import { withDeadline } from '../deadline.js';
+import { ExecQueue } from '../exec-queue.js';
+import { cancelledBeforeStart } from '../exec-result.js';
 import type { InitChannel } from './init-channel.js';
-import { isAlive } from './proc.js';
-import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from './provider.js';
-import { reapSandbox } from './sandbox-reaper.js';
+import { isAlive } from '../proc.js';
+import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from '../provider.js';
+import { reapSandbox } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 
 /**
