@@ -1,5 +1,6 @@
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
 import type { PollResult } from '@lanes/contracts';
+import { CommandLifecycle } from '../command-lifecycle.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { cancelledBeforeStart } from '../exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
@@ -169,33 +170,19 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     (error: unknown) => ({ kind: 'error', error }),
   );
 
-  let timedOut = false;
-  let cancelled = false;
-  let killing: Promise<void> | undefined;
   let settle!: (o: Outcome) => void;
   const interrupted = new Promise<Outcome>((resolve) => (settle = resolve));
-  const startKill = (): void => {
-    killing ??= killGroup(ctx, execId, graceMs, exited).then(async () => {
+  let killing: Promise<void> | undefined;
+  // Deadline/cancel → kill exec (the escalation runs in the sandbox) → backstop → settle.
+  const lifecycle = new CommandLifecycle(
+    { timeoutMs: options.timeoutMs, signal: options.signal, backstopMs: ctx.outputDrainMs },
+    {
+      kill: () => (killing ??= killGroup(ctx, execId, graceMs, exited)),
       // Every kill attempt ran and the command still has not ended: the exec channel is stuck.
-      if (!(await settlesWithin(exited, ctx.outputDrainMs))) {
-        settle({ kind: 'stuck', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) });
-      }
-    });
-  };
-
-  const deadline =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          if (!cancelled) timedOut = true;
-          startKill();
-        }, options.timeoutMs);
-  const onAbort = (): void => {
-    if (!timedOut) cancelled = true;
-    startKill();
-  };
-  if (options.signal?.aborted) onAbort();
-  else options.signal?.addEventListener('abort', onAbort, { once: true });
+      backstop: () => settle({ kind: 'stuck', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) }),
+    },
+  );
+  lifecycle.start();
 
   let outcome: Outcome;
   try {
@@ -203,8 +190,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     outcome = await Promise.race([exited, interrupted, watch.gone.then((detail): Outcome => ({ kind: 'gone', detail }))]);
   } finally {
     watch.stop();
-    clearTimeout(deadline);
-    options.signal?.removeEventListener('abort', onAbort);
+    lifecycle.settle();
   }
 
   if (outcome.kind !== 'exit') {
@@ -222,7 +208,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   }
   // The group is dead once the command exited, but let the kill exec finish so the next command
   // cannot race its last sweep.
-  if (killing) await settlesWithin(killing, 4 * graceMs + ctx.backstopMarginMs);
+  if (lifecycle.killing) await settlesWithin(lifecycle.killing, 4 * graceMs + ctx.backstopMarginMs);
   // Output can outlive the exit briefly (or forever, if a background process holds the pipe).
   if (!(await settlesWithin(Promise.all([stdout.done, stderr.done]), ctx.outputDrainMs))) {
     stdout.cancel();
@@ -232,8 +218,8 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     exitCode: outcome.code,
     stdout: stdout.text,
     stderr: stderr.text,
-    timedOut,
-    cancelled,
+    timedOut: lifecycle.timedOut,
+    cancelled: lifecycle.cancelled,
     durationMs: ctx.now() - startedAt,
   };
 }
