@@ -156,8 +156,12 @@ export class Slot {
   /** The breaker's probe on an idle live sandbox; a bounded run of failures marks the sandbox dead. */
   private async idleCanary(handle: SandboxHandle): Promise<void> {
     const { breaker, lane, newNonce, log } = this.deps;
+    if (!this.idleWith(handle)) return;
     const gate = await breaker.gate();
-    if (gate.action === 'wait' || !this.idleWith(handle)) return;
+    if (gate.action === 'wait') return;
+    // This canary now holds the half-open probe lease: it runs even if a card took the slot while
+    // the breaker was asked (it queues behind the card's command; its deadline counts from its own
+    // start). Bailing out here would leave the lease held and the breaker half-open until it lapses.
     const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
     const decision = evaluateIdleCanary(this.failedCanaries, reading);
     this.failedCanaries = decision.failedCanaries;
