@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { ModalProvider } from '@lanes/sandbox';
@@ -9,17 +10,40 @@ import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } f
  * The worker and the supervision loop on Modal: the lane's slots use the Modal provider on the real
  * SDK (modal@0.11.1) over the local Modal server (real processes; no per-process kill; terminate → 137).
  */
+const SUSPECT_AGENT = 'sleep 1; kill -KILL $$';
+
 describe('a lane on the Modal provider (real SDK, local server)', () => {
   let redis: TestRedis;
   let server: LocalModalServer;
   let t: TestStack;
+
+  const laneNamed = async (name: string) => (await t.api.lanes()).find((l) => l.name === name)!;
+  /** The execs the server started in a sandbox since `since` whose argv contains `marker`. */
+  const execsSince = (sandboxId: string, marker: string, since: number) =>
+    (server.sandbox(sandboxId)?.execs ?? []).filter((e) => e.startedAt >= since && e.argv.some((a) => a.includes(marker)));
+  /** Resolves once every exec in the sandbox has its wait long-poll out (one TaskExecWait each). */
+  const waitsInFlight = (sandboxId: string) =>
+    waitFor('every exec wait to be in flight', () => server.faults.calls('TaskExecWait', sandboxId) >= (server.sandbox(sandboxId)?.execs.length ?? 0));
 
   beforeAll(async () => {
     redis = await startRedis();
     server = await startModalServer();
     t = await startTestStack(
       redis.url,
-      [{ name: 'modal-lane', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 200, respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 } }],
+      [
+        { name: 'modal-lane', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 200, respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 } },
+        // An agent that dies by a bare SIGKILL: the suspect exit that makes the supervisor probe.
+        { name: 'modal-suspect', slots: 1, agent: ['sh', '-c', SUSPECT_AGENT], attempts: 1, canaryTimeoutMs: 1_000, killGraceMs: 200 },
+        // One provider failure opens the breaker, which half-opens after a second.
+        {
+          name: 'modal-breaker',
+          slots: 1,
+          agent: [process.execPath, DEMO_AGENT],
+          killGraceMs: 200,
+          breaker: { failureThreshold: 1, openMs: 1_000 },
+          respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
+        },
+      ],
       {
         wrap: () =>
           new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
@@ -41,13 +65,57 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     expect(slot.sandbox).toMatchObject({ id: done.sandboxId, state: 'live', provider: 'modal' });
   });
 
-  it('cancel kills the command through a second exec; the same Modal sandbox runs the next card', async () => {
-    await t.api.request('POST', '/v1/cards', { id: 'm-2', lane: 'modal-lane', title: 'long', metadata: { sleepMs: 30_000 } });
+  it('cancelling a running sleep 600: the card ends cancelled with the command killed, and the same Modal sandbox runs the next card', async () => {
+    const since = Date.now();
+    await t.api.request('POST', '/v1/cards', { id: 'm-2', lane: 'modal-lane', title: 'long', metadata: { sleepMs: 600_000 } });
     const running = await t.api.waitCard('m-2', 'running', (c) => c.state === 'running');
+    await waitFor('the agent to start', () => execsSince(running.sandboxId!, DEMO_AGENT, since).length === 1);
     await t.api.request('POST', '/v1/cards/m-2/cancel');
-    await t.api.waitCard('m-2', 'cancelled', (c) => c.state === 'cancelled', 10_000);
+    // A generous deadline: the kill escalation is grace-bounded (200 ms here), not the agent's 600 s.
+    const cancelled = await t.api.waitCard('m-2', 'cancelled', (c) => c.state === 'cancelled', 10_000);
+    expect(cancelled).toMatchObject({ sandboxId: running.sandboxId, attempts: 1 });
+    // The command was killed through the kill exec, not left to run out its 600 s.
+    expect(execsSince(running.sandboxId!, DEMO_AGENT, since)[0]!.endedAt).toBeDefined();
+    expect(execsSince(running.sandboxId!, 'lanes-kill', since)).not.toHaveLength(0);
     await t.api.request('POST', '/v1/cards', { id: 'm-3', lane: 'modal-lane', title: 'next' });
     expect((await t.api.waitCard('m-3', 'done', (c) => c.state === 'done')).sandboxId).toBe(running.sandboxId);
+  });
+
+  it('slow is not silent: a canary answering past its deadline gets a second one, and the healthy sandbox is kept (command-failed)', async () => {
+    await waitFor('the suspect lane to go live', async () => (await laneNamed('modal-suspect')).slots[0]?.sandbox?.state === 'live');
+    const before = (await laneNamed('modal-suspect')).slots[0]!.sandbox!;
+    const since = Date.now();
+    await t.api.request('POST', '/v1/cards', { id: 's-1', lane: 'modal-suspect', title: 'dies bare' });
+    await waitFor('the agent to start', () => execsSince(before.id, SUSPECT_AGENT, since).length === 1);
+    await waitsInFlight(before.id);
+    // The next exec wait is the probe's first canary: it answers 2.5 s late, past its 1 s deadline.
+    server.faults.delay('TaskExecWait', 2_500, { times: 1 });
+    const failed = await t.api.waitCard('s-1', 'failed', (c) => c.state === 'failed', 20_000);
+    expect(failed).toMatchObject({ failedReason: 'command-failed', sandboxId: before.id, attempts: 1 });
+    // Two canaries ran (the first late, the second on time) and nobody terminated the sandbox.
+    expect(execsSince(before.id, 'lanes-canary', since)).toHaveLength(2);
+    expect(server.faults.calls('SandboxTerminateV2', before.id)).toBe(0);
+    expect(server.sandbox(before.id)!.running).toBe(true);
+    expect((await laneNamed('modal-suspect')).slots[0]!.sandbox).toMatchObject({ id: before.id, state: 'live' });
+  });
+
+  it('exec wait lost in transport while the sandbox is fine: the command is killed by exec id before the re-run, which spends no attempt', async () => {
+    const since = Date.now();
+    await t.api.request('POST', '/v1/cards', { id: 'm-9', lane: 'modal-lane', title: 'transport', metadata: { sleepMs: 3_000 } });
+    const running = await t.api.waitCard('m-9', 'running', (c) => c.state === 'running');
+    const sandboxId = running.sandboxId!;
+    await waitFor('the agent to start', () => execsSince(sandboxId, DEMO_AGENT, since).length === 1);
+    await waitsInFlight(sandboxId);
+    // Cut the wait's long-poll; its redial gets a status the SDK does not retry: exec throws, the sandbox is fine.
+    server.faults.fail('TaskExecWait', { code: Status.ABORTED, times: 1, sandboxId });
+    expect(server.dropRouterConnections()).toBeGreaterThan(0);
+    const done = await t.api.waitCard('m-9', 'done', (c) => c.state === 'done', 30_000);
+    expect(done).toMatchObject({ sandboxId, attempts: 1, infraRetries: 1 });
+    const [first, second] = execsSince(sandboxId, DEMO_AGENT, since);
+    expect(second).toBeDefined();
+    // The first run was confirmed stopped before the second started in the same sandbox.
+    expect(first!.endedAt).toBeDefined();
+    expect(first!.endedAt!).toBeLessThanOrEqual(second!.startedAt);
   });
 
   it('a Modal sandbox terminated mid-card is dead (137), replaced, and the card re-driven to done', async () => {
@@ -72,6 +140,48 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     const done = await t.api.waitCard('m-8', 'done', (c) => c.state === 'done');
     expect(done).toMatchObject({ sandboxId: running.sandboxId, attempts: 1 });
   });
+
+  /** The breaker lane's live sandbox, once it has one. */
+  const liveBreakerSandbox = async (): Promise<string> => {
+    await waitFor('the breaker lane to have a live sandbox', async () => (await laneNamed('modal-breaker')).slots[0]?.sandbox?.state === 'live', { timeoutMs: 20_000 });
+    return (await laneNamed('modal-breaker')).slots[0]!.sandbox!.id;
+  };
+
+  it('an open breaker with every slot live half-opens on schedule and closes through an idle canary: the outage clears, no new sandbox', async () => {
+    const sandboxId = await liveBreakerSandbox();
+    const createsBefore = server.faults.calls('SandboxCreateV2');
+    const since = Date.now();
+    // The router refuses the card's first execs (a status the SDK does not retry): the card's run
+    // and its probe canary both fail in transport, and one failure opens the breaker.
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, times: 2, sandboxId });
+    await t.api.request('POST', '/v1/cards', { id: 'b-1', lane: 'modal-breaker', title: 'outage' });
+    await t.api.waitCard('b-1', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage');
+    await waitFor('the lane to read outage', async () => (await laneNamed('modal-breaker')).outage);
+    const done = await t.api.waitCard('b-1', 'done', (c) => c.state === 'done', 30_000);
+    // Only a canary closes the breaker: the idle one on the live sandbox, on the breaker's own schedule.
+    await waitFor('the breaker to close and the outage flag to clear', async () => {
+      const lane = await laneNamed('modal-breaker');
+      return lane.breaker.state === 'closed' && !lane.outage;
+    }, { timeoutMs: 20_000 });
+    expect(done).toMatchObject({ sandboxId, attempts: 1 });
+    // The only canaries the router ran since the faults were idle canaries on the live sandbox.
+    expect(execsSince(sandboxId, 'lanes-canary', since)).not.toHaveLength(0);
+    expect(server.faults.calls('SandboxCreateV2')).toBe(createsBefore);
+  }, 60_000);
+
+  it('a sandbox that polls live but whose router refuses every exec is marked dead after a bounded run of failed canaries, respawned, and the outage clears', async () => {
+    const sandboxId = await liveBreakerSandbox();
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, forMs: 120_000, sandboxId });
+    await t.api.request('POST', '/v1/cards', { id: 'b-2', lane: 'modal-breaker', title: 'broken router' });
+    await t.api.waitCard('b-2', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage');
+    const done = await t.api.waitCard('b-2', 'done', (c) => c.state === 'done', 60_000);
+    expect(done.sandboxId).not.toBe(sandboxId);
+    expect(done.attempts).toBe(1);
+    // Polls said live throughout; only the failed canaries condemned it, and it was terminated.
+    expect(server.sandbox(sandboxId)!.running).toBe(false);
+    expect(server.faults.calls('SandboxTerminateV2', sandboxId)).toBeGreaterThan(0);
+    await waitFor('the outage flag to clear', async () => !(await laneNamed('modal-breaker')).outage, { timeoutMs: 20_000 });
+  }, 90_000);
 
   it('the control plane answers UNAVAILABLE for 20 s while a slot needs a new sandbox: breaker opens, cards wait, all reach done, the outage clears', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'm-5', lane: 'modal-lane', title: 'dies', metadata: { sleepMs: 3_000 } });

@@ -59,6 +59,8 @@ export class LaneWorker {
   private readonly running = new Map<string, AbortController>();
   private readonly leases = new Map<string, RunLease>();
   private worker: Worker | undefined;
+  /** The breaker tick and terminate retries of the last beat, while still in flight. */
+  private upkeep: Promise<void> | undefined;
 
   constructor(private readonly deps: LaneWorkerDeps) {
     const { lane, log } = deps;
@@ -160,11 +162,19 @@ export class LaneWorker {
     }, warnTo(log));
   }
 
+  /**
+   * The lane's upkeep each beat: breaker tick, pending terminates, and an idle probe per slot.
+   * Each part is guarded on its own (at most one in flight per lane, one per slot), so a slot whose
+   * poll hangs holds only its own probe: the other slots, the breaker and the terminator go on.
+   */
   async checkIdleSlots(): Promise<void> {
-    // Reads the shared breaker (another worker may have opened it) and half-opens it when due.
-    await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
-    await this.terminator.retryPending();
-    await Promise.all(this.pool.slots.map((s) => bestEffort('idle probe', () => s.checkIdle(), warnTo(this.deps.log))));
+    const upkeep = (this.upkeep ??= (async () => {
+      // Reads the shared breaker (another worker may have opened it) and half-opens it when due.
+      await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
+      await this.terminator.retryPending();
+    })().finally(() => (this.upkeep = undefined)));
+    const probes = this.pool.slots.map((s) => bestEffort('idle probe', () => s.probeIdle(), warnTo(this.deps.log)));
+    await Promise.all([upkeep, ...probes]);
   }
 
   async publish(slot: Slot): Promise<void> {

@@ -133,6 +133,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   else if (result.kind === 'cancelled') outcome = stoppedOutcome(controller, result.step);
   else if (result.kind === 'provider-outage') {
     const b = (await deps.breaker.failure(result.message)).snapshot;
+    if (result.canary) slot.countCardCanary(handle, result.canary);
     outcome = { ...result, ...(b.state === 'open' && b.retryAt ? { breakerRetryAt: b.retryAt } : {}) };
   } else outcome = result;
   return act(run, context, decide(run, context, outcome));

@@ -3,7 +3,7 @@ import { ConfigError, ProviderInvalidError, defaults, type LaneConfig, type Obse
 import type { EventLog } from '@lanes/queue';
 import { errorKind, runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
+import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type CanaryReading, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import type { Terminator } from './terminator.js';
@@ -56,6 +56,8 @@ export class Slot {
   private readonly stopping = new AbortController();
   /** Idle canaries the current sandbox failed in a row (see evaluateIdleCanary). */
   private failedCanaries = 0;
+  /** This slot's idle probe while it is in flight (see probeIdle). */
+  private idleProbe: Promise<void> | undefined;
 
   constructor(private readonly deps: SlotDeps) {}
 
@@ -118,6 +120,14 @@ export class Slot {
     }
   }
 
+  /**
+   * Starts an idle probe unless this slot's previous one is still out: a poll that hangs holds this
+   * slot's probe only (until its call deadline), never the lane's or the worker's.
+   */
+  probeIdle(): Promise<void> {
+    return (this.idleProbe ??= this.checkIdle().finally(() => (this.idleProbe = undefined)));
+  }
+
   /** Polls the sandbox of an idle live slot, so a death between cards costs no card an infra retry. */
   async checkIdle(): Promise<void> {
     const handle = this.handle;
@@ -146,8 +156,12 @@ export class Slot {
   /** The breaker's probe on an idle live sandbox; a bounded run of failures marks the sandbox dead. */
   private async idleCanary(handle: SandboxHandle): Promise<void> {
     const { breaker, lane, newNonce, log } = this.deps;
+    if (!this.idleWith(handle)) return;
     const gate = await breaker.gate();
-    if (gate.action === 'wait' || !this.idleWith(handle)) return;
+    if (gate.action === 'wait') return;
+    // This canary now holds the half-open probe lease: it runs even if a card took the slot while
+    // the breaker was asked (it queues behind the card's command; its deadline counts from its own
+    // start). Bailing out here would leave the lease held and the breaker half-open until it lapses.
     const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
     const decision = evaluateIdleCanary(this.failedCanaries, reading);
     this.failedCanaries = decision.failedCanaries;
@@ -163,6 +177,20 @@ export class Slot {
         if (decision.breakerFailure) await breaker.failure(decision.reason);
         if (this.idleWith(handle)) this.markDead('unknown', decision.reason);
     }
+  }
+
+  /**
+   * A card's probe canary on this sandbox, run after the poll said live, that did not answer: it
+   * counts with the idle canaries. Without it, a card re-driven at every half-open takes the slot
+   * before any idle canary can, and a sandbox whose exec channel is broken is never condemned.
+   * (The card's run already told the breaker.)
+   */
+  countCardCanary(handle: SandboxHandle, reading: CanaryReading): void {
+    if (this.handle !== handle || this.state !== 'live') return;
+    const decision = evaluateIdleCanary(this.failedCanaries, reading);
+    this.failedCanaries = decision.failedCanaries;
+    this.deps.log.info({ event: 'sandbox.card-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.card-canary');
+    if (decision.action === 'mark-dead') this.markDead('unknown', decision.reason);
   }
 
   /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */

@@ -8,6 +8,26 @@ import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
 
+/**
+ * How long shutdown waits for idle probes still in flight before it closes the connections they
+ * use. A probe that answers in time finishes cleanly; a hung one (a poll the provider never
+ * answers, up to its call deadline) is abandoned: it holds a sandbox we are terminating anyway,
+ * and its late effects are best-effort. Long enough for a poll plus a canary on a healthy provider.
+ */
+export const IDLE_PROBE_STOP_WAIT_MS = 2_000;
+
+/** Resolves when `work` settles or after `ms`, whichever is first. */
+function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    void work.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 /** Resolves after `ms`, or as soon as `signal` aborts, including when it already has. */
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -84,7 +104,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   }
   let subscriber: Redis | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
-  let idleProbes: Promise<unknown> | undefined;
+  /** Idle upkeep started by beats and still in flight (each lane and slot guards its own). */
+  const idleProbes = new Set<Promise<unknown>>();
   /** The beat sequence: advanced every beat, even one Redis did not take, so any beat that lands is news. */
   let beatSeq = 0;
 
@@ -94,8 +115,12 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       await fleet.beat(workerId, beatSeq);
       for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
     }, warnTo(log));
-    // After the beat, never awaited by it: a slow provider poll must not stall heartbeats.
-    idleProbes ??= Promise.all([...lanes.values()].map((lw) => lw.checkIdleSlots())).finally(() => (idleProbes = undefined));
+    // After the beat, never awaited by it: a slow provider poll must not stall heartbeats. Started
+    // every beat: a slot whose probe is still out skips, the others are probed.
+    for (const lw of lanes.values()) {
+      const probe: Promise<unknown> = lw.checkIdleSlots().catch(() => undefined).finally(() => idleProbes.delete(probe));
+      idleProbes.add(probe);
+    }
   };
 
   return {
@@ -119,7 +144,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       // sandboxes are the supervisor's to reap, and that must not race our own hand-back.
       await Promise.all([...lanes.values()].map((lw) => lw.stop()));
       if (heartbeat) clearInterval(heartbeat);
-      await idleProbes;
+      // Bounded: a hung poll must not hold shutdown.
+      await settleWithin(Promise.all(idleProbes), IDLE_PROBE_STOP_WAIT_MS);
       await bestEffort('forget worker', () => fleet.forgetWorker(workerId), warnTo(log));
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();

@@ -21,6 +21,8 @@ export interface CheckedCommand {
   transportFailed: boolean;
   observedExitCode: ObservedExitCode;
   reason: string;
+  /** The probe's canary, when the poll said live and one ran: the slot counts failed ones toward death. */
+  canary?: CanaryReading;
 }
 
 export interface CheckDeps {
@@ -58,14 +60,20 @@ export async function execOutcome(
  * The finding is what classify reads, so the exit code observed here is the one recorded.
  */
 export async function probe(handle: SandboxHandle, deps: CheckDeps): Promise<ProbeFinding> {
+  return (await probeReading(handle, deps)).finding;
+}
+
+/** probe(), keeping the canary's reading when one ran (the poll said live). */
+async function probeReading(handle: SandboxHandle, deps: CheckDeps): Promise<{ finding: ProbeFinding; canary?: CanaryReading }> {
   let poll;
   try {
     poll = await handle.poll();
   } catch (err) {
-    return { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+    return { finding: { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) } };
   }
-  if (poll.state !== 'live') return { kind: 'polled', poll };
-  return (await runCanary(handle, deps)).finding;
+  if (poll.state !== 'live') return { finding: { kind: 'polled', poll } };
+  const canary = await runCanary(handle, deps);
+  return { finding: canary.finding, canary };
 }
 
 /**
@@ -95,7 +103,9 @@ export async function checkedExec(
 ): Promise<CheckedCommand> {
   const { outcome, result } = await execOutcome(handle, argv, options);
   const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
-  const finding: ProbeFinding = plan.action === 'probe' ? await probe(handle, deps) : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
+  const probed = plan.action === 'probe' ? await probeReading(handle, deps) : undefined;
+  const finding: ProbeFinding = probed ? probed.finding : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
   const c = classify(outcome, finding);
-  return { outcome, result, verdict: c.verdict, transportFailed: c.transportFailed, observedExitCode: c.observedExitCode, reason: c.reason };
+  const canary = probed?.canary ? { canary: probed.canary } : {};
+  return { outcome, result, verdict: c.verdict, transportFailed: c.transportFailed, observedExitCode: c.observedExitCode, reason: c.reason, ...canary };
 }

@@ -81,7 +81,7 @@ function interruption(c: CheckedCommand, step: Step): RunOutcome | undefined {
     case 'sandbox-dead':
       return { kind: 'sandbox-dead', observedExitCode: c.observedExitCode, message: c.reason, step };
     case 'provider-outage':
-      return { kind: 'provider-outage', message: c.reason, step };
+      return { kind: 'provider-outage', message: c.reason, step, ...(c.canary ? { canary: c.canary } : {}) };
     case 'ok':
     case 'command-failed':
       return undefined;

@@ -1,4 +1,5 @@
 import type { ObservedExitCode } from '@lanes/contracts';
+import type { CanaryReading } from '@lanes/supervision';
 
 /** Which command of the card a result came from: `prepare`, `setup[i]` or `agent`. */
 export type Step = string;
@@ -10,6 +11,10 @@ export type RunOutcome =
   | { kind: 'failed'; failedReason: 'command-failed' | 'timeout'; exitCode?: number; message: string; step: Step }
   | { kind: 'cancelled'; step: Step }
   | { kind: 'sandbox-dead'; observedExitCode: ObservedExitCode; message: string; step: Step }
-  | { kind: 'provider-outage'; message: string; step: Step }
+  /**
+   * `canary`: the probe's canary when the sandbox polled live; a run of failed ones is evidence
+   * against this sandbox (it cannot run commands), not only against the provider.
+   */
+  | { kind: 'provider-outage'; message: string; step: Step; canary?: CanaryReading }
   /** The exec failed in transport while the sandbox stayed fine: run the card again, no attempt spent. */
   | { kind: 'interrupted'; message: string; step: Step };

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { LaneConfig } from '@lanes/contracts';
 import { createFaultyProvider } from './faulty-provider.js';
-import { createLocalProvider } from './local-provider.js';
-import { createModalProvider } from './modal-provider.js';
+import { createLocalProvider } from './local/local-provider.js';
+import { createModalProvider } from './modal/modal-provider.js';
 import type { SandboxProvider } from './provider.js';
 
 export interface ProviderRegistryOptions {

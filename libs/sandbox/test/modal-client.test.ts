@@ -3,7 +3,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProviderInvalidError } from '@lanes/contracts';
-import { createModalClient, createModalProvider } from '@lanes/sandbox';
+import type { ModalClient } from 'modal';
+import { DEFAULT_MODAL_CALL_TIMEOUT_MS, MODAL_MAX_THROTTLE_WAIT_SECS, createModalClient, createModalProvider } from '@lanes/sandbox';
 
 // The SDK also takes credentials from the environment and ~/.modal.toml: only a machine with
 // neither can show what happens without any.
@@ -25,6 +26,13 @@ describe('createModalClient', () => {
     })();
     expect(error).toBeInstanceOf(ProviderInvalidError);
     expect((error as Error).message).toContain('MODAL_TOKEN_ID');
+  });
+
+  it('bounds the SDK\'s throttle wait (unbounded when unset), below the call deadline', () => {
+    const client = createModalClient({ tokenId: 'ak-x', tokenSecret: 'as-x' }) as unknown as ModalClient;
+    expect(client.profile.maxThrottleWaitSecs).toBe(MODAL_MAX_THROTTLE_WAIT_SECS);
+    expect(MODAL_MAX_THROTTLE_WAIT_SECS * 1000).toBeLessThan(DEFAULT_MODAL_CALL_TIMEOUT_MS);
+    client.close();
   });
 
   it('with a token it builds without a network call', () => {

@@ -145,6 +145,24 @@ describe('ModalSandboxHandle.exec', () => {
     expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
   });
 
+  it('a transport failure of exec wait (the command still running) is ProviderUnavailableError, and the command is stopped by exec id before it throws', async () => {
+    const handle = await create();
+    const watcher = outputWatcher('started');
+    const waitsBefore = f.server.faults.calls('TaskExecWait', handle.id);
+    const running = handle.exec(['sh', '-c', 'echo started; sleep 30'], { onOutput: watcher.onOutput, killGraceMs: MODAL_TEST_KILL_GRACE_MS });
+    await watcher.seen;
+    // The SDK's long-poll of the wait is out; cut it, and answer its redial with a status the SDK does not retry.
+    await waitFor('the exec wait to be in flight', () => f.server.faults.calls('TaskExecWait', handle.id) > waitsBefore);
+    f.server.faults.fail('TaskExecWait', { code: Status.ABORTED, times: 1, sandboxId: handle.id });
+    expect(f.server.dropRouterConnections()).toBeGreaterThan(0);
+    await expect(running).rejects.toBeInstanceOf(ProviderUnavailableError);
+    // Confirmed stopped before the error reached the caller: no next attempt can race it.
+    const command = f.server.sandbox(handle.id)!.execs.find((e) => e.argv.includes('echo started; sleep 30'))!;
+    expect(command.endedAt).toBeDefined();
+    expect(execsOf(handle.id).at(-1)).toContain('lanes-kill');
+    expect(await handle.exec(['true'])).toMatchObject({ exitCode: 0 });
+  });
+
   it('a transport failure of the liveness poll does not fail a running command', async () => {
     const handle = await create();
     const before = f.server.faults.calls('SandboxWaitV2');

@@ -178,6 +178,17 @@ describe('ModalProvider.list / terminateById', () => {
     await expect(a.exec(['true'])).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
+  it('a sweep lists with tags in one call per page: no per-sandbox tag fetch (SandboxListV2 carries the tags)', async () => {
+    const made = [await create('a'), await create('b'), await create('c')];
+    f.server.faults.resetCounts();
+    const refs = await f.provider.list({ lane: 'contract' });
+    expect(refs.map((r) => r.id).sort()).toEqual(made.map((h) => h.id).sort());
+    expect(refs.find((r) => r.id === made[1]!.id)?.tags).toEqual(modalTestSpec('b').tags);
+    expect(f.server.faults.calls('SandboxTagsGetV2')).toBe(0);
+    // The page, then the empty page that ends the listing (the SDK's own paging).
+    expect(f.server.faults.calls('SandboxListV2')).toBe(2);
+  });
+
   it('list and terminateById that the control plane never answers fail at their deadline (the SDK sets none)', async () => {
     await f.cleanup();
     f = await modalFixture({ callTimeoutMs: 500 });

@@ -37,6 +37,9 @@ export class ServerExec {
   /** Set when a stream has reached EOF (both closed and exited → the stdio read stream ends). */
   readonly outputClosed: [boolean, boolean] = [false, false];
   exit: ExecExit | undefined;
+  /** Wall-clock start and end (ms), so tests can order execs ("stopped before the next started"). */
+  readonly startedAt = Date.now();
+  endedAt: number | undefined;
   stdinBytesWritten = 0;
   stdinClosed = false;
   readonly #listeners = new Set<() => void>();
@@ -137,6 +140,7 @@ export class ServerExec {
   #finish(exit: ExecExit): void {
     if (this.exit) return;
     this.exit = exit;
+    this.endedAt = Date.now();
     clearTimeout(this.#backstop);
     this.#notify();
   }

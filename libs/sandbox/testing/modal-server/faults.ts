@@ -44,7 +44,8 @@ function matches(target: RpcTarget, call: RpcCall): boolean {
  */
 export class ModalFaults {
   readonly #rules: FailRule[] = [];
-  readonly #delays = new Map<string, number>();
+  readonly #delays = new Map<string, { ms: number; remaining: number; sandboxId: string | undefined }>();
+  readonly #delayed = new Map<string, number>();
   readonly #counts = new Map<string, number>();
   readonly #now: () => number;
 
@@ -64,10 +65,29 @@ export class ModalFaults {
     });
   }
 
-  /** Every matching call waits this long before it is answered (0 removes the delay). */
-  delay(method: string, ms: number): void {
-    if (ms > 0) this.#delays.set(method, ms);
+  /**
+   * Every matching call waits this long before it is answered (0 removes the delay); with `times`,
+   * only that many calls (a latency spike, e.g. one slow canary); with `sandboxId`, only calls
+   * about that sandbox (one hung poll among healthy ones).
+   */
+  delay(method: string, ms: number, options: { times?: number; sandboxId?: string } = {}): void {
+    if (ms > 0) this.#delays.set(method, { ms, remaining: options.times ?? Number.POSITIVE_INFINITY, sandboxId: options.sandboxId });
     else this.#delays.delete(method);
+  }
+
+  /** Calls of `method` being held by a delay right now (not yet answered, not cancelled by the client). */
+  delayed(method: string): number {
+    return this.#delayed.get(method) ?? 0;
+  }
+
+  /** Waits out a call's delay, counting it as held meanwhile. */
+  async hold(method: string, ms: number, signal: AbortSignal): Promise<void> {
+    this.#delayed.set(method, this.delayed(method) + 1);
+    try {
+      await sleep(ms, signal);
+    } finally {
+      this.#delayed.set(method, this.delayed(method) - 1);
+    }
   }
 
   clear(): void {
@@ -108,8 +128,12 @@ export class ModalFaults {
     return undefined;
   }
 
-  delayFor(method: string): number {
-    return this.#delays.get(method) ?? 0;
+  /** The delay the next call of `method` waits; spends one unit of a counted spike. */
+  delayFor(method: string, sandboxId?: string): number {
+    const d = this.#delays.get(method);
+    if (!d || (d.sandboxId !== undefined && d.sandboxId !== sandboxId)) return 0;
+    if (--d.remaining <= 0) this.#delays.delete(method);
+    return d.ms;
   }
 
   count(method: string, sandboxId: string | undefined): void {
@@ -138,8 +162,8 @@ export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf:
     // A client-streaming request is an iterable: only unary and server-streaming requests name a sandbox.
     const sandboxId = call.requestStream ? undefined : sandboxOf(call.request);
     faults.count(method, sandboxId);
-    const ms = faults.delayFor(method);
-    if (ms > 0) await sleep(ms, context.signal);
+    const ms = faults.delayFor(method, sandboxId);
+    if (ms > 0) await faults.hold(method, ms, context.signal);
     const error = faults.injected({ service, method, sandboxId });
     if (error) throw error;
     return yield* call.next(call.request, context);

@@ -32,8 +32,11 @@ export interface LocalSandboxInfo {
   volumes: Record<string, string>;
   lifetimeMs: number;
   dir: string;
-  /** Every exec the router started, in order: argv, and the server-side timeout it was given. */
-  execs: Array<{ argv: string[]; timeoutMs: number | undefined; cwd: string }>;
+  /**
+   * Every exec the router started, in order: argv, the server-side timeout it was given, and when it
+   * started and ended (wall-clock ms; `endedAt` undefined while it runs).
+   */
+  execs: Array<{ argv: string[]; timeoutMs: number | undefined; cwd: string; startedAt: number; endedAt: number | undefined }>;
 }
 
 export interface LocalModalServer {
@@ -137,7 +140,7 @@ export async function startModalServer(): Promise<LocalModalServer> {
       volumes: { ...s.volumes },
       lifetimeMs: s.lifetimeMs,
       dir: s.dir,
-      execs: [...s.execs.values()].map((e) => ({ argv: [...e.argv], timeoutMs: e.timeoutMs, cwd: e.cwd })),
+      execs: [...s.execs.values()].map((e) => ({ argv: [...e.argv], timeoutMs: e.timeoutMs, cwd: e.cwd, startedAt: e.startedAt, endedAt: e.endedAt })),
     };
   };
 

@@ -12,15 +12,15 @@ import {
   ProviderUnavailableError,
   defaults,
 } from '@lanes/contracts';
-import { bestEffort, type CleanupErrorSink } from './best-effort.js';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
-import { exitCodeOf } from './exec-result.js';
+import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
+import { exitCodeOf } from '../exec-result.js';
 import { InitChannel } from './init-channel.js';
 import { LIFELINE_FD, detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
 import { LocalSandbox } from './local-sandbox.js';
-import { childrenOf, isAlive, readStat } from './proc.js';
-import type { CreateOptions, SandboxProvider, SandboxRef } from './provider.js';
-import { SANDBOX_ID_ENV, reapSandbox } from './sandbox-reaper.js';
+import { childrenOf, isAlive, readStat } from '../proc.js';
+import type { CreateOptions, SandboxProvider, SandboxRef } from '../provider.js';
+import { SANDBOX_ID_ENV, reapSandbox } from '../sandbox-reaper.js';
 import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
 import {
   isValidSandboxId,
@@ -32,7 +32,7 @@ import {
 } from './sandbox-registry.js';
 
 /** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
-export const LOCAL_INIT_PATH = fileURLToPath(new URL('../runtime/local-init.mjs', import.meta.url));
+export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.mjs', import.meta.url));
 /** Default parent of every sandbox directory. */
 export const DEFAULT_LOCAL_BASE_DIR = join(tmpdir(), 'lanes-sandboxes');
 /** Enough init stderr to explain a crash without holding on to a chatty one. */

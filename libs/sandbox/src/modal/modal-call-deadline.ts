@@ -1,5 +1,5 @@
 import { ProviderUnavailableError } from '@lanes/contracts';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { MODAL_PROVIDER_NAME } from './modal-errors.js';
 
 /**

@@ -1,12 +1,12 @@
 import { posix } from 'node:path';
 import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
 import { ProviderUnavailableError, SandboxGoneError, type PollResult } from '@lanes/contracts';
-import { ExecQueue } from './exec-queue.js';
+import { ExecQueue } from '../exec-queue.js';
 import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
-import type { ExecOptions, ExecResult, SandboxHandle } from './provider.js';
+import type { ExecOptions, ExecResult, SandboxHandle } from '../provider.js';
 
 export interface ModalHandleTiming {
   livenessPollIntervalMs: number;

@@ -1,5 +1,5 @@
-import { isAlive, readStat } from './proc.js';
-import { sandboxMembers } from './sandbox-reaper.js';
+import { isAlive, readStat } from '../proc.js';
+import { sandboxMembers } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 
 /** The creating process as a record names it: pid paired with its start time, so a recycled pid never passes for it. */

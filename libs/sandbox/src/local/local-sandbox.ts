@@ -2,16 +2,17 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { PollResult } from '@lanes/contracts';
 import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
-import { KILL_SWEEP_LIMIT_MS } from '../runtime/kill-escalation.mjs';
-import { bestEffort, type CleanupErrorSink } from './best-effort.js';
-import { CappedText } from './capped-text.js';
-import { withDeadline } from './deadline.js';
-import { ExecQueue } from './exec-queue.js';
-import { cancelledBeforeStart } from './exec-result.js';
+import { KILL_SWEEP_LIMIT_MS } from '../../runtime/kill-escalation.mjs';
+import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
+import { CappedText } from '../capped-text.js';
+import { withDeadline } from '../deadline.js';
+import { CommandLifecycle } from '../command-lifecycle.js';
+import { ExecQueue } from '../exec-queue.js';
+import { cancelledBeforeStart } from '../exec-result.js';
 import type { InitChannel } from './init-channel.js';
-import { isAlive } from './proc.js';
-import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from './provider.js';
-import { reapSandbox } from './sandbox-reaper.js';
+import { isAlive } from '../proc.js';
+import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from '../provider.js';
+import { reapSandbox } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 
 /**
@@ -198,24 +199,20 @@ export class LocalSandbox implements SandboxHandle {
       const stderr = new CappedText(this.params.maxOutputChars);
       const graceMs = options.killGraceMs ?? this.params.killGraceMs;
       let pgid: number | undefined;
-      let backstop: NodeJS.Timeout | undefined;
-      // Armed when a kill starts (abort or deadline): a healthy init always answers before it fires.
-      const armBackstop = (): void => {
-        if (backstop) return;
-        const limitMs = 2 * graceMs + KILL_SWEEP_LIMIT_MS + INIT_REPORT_SLACK_MS;
-        backstop = setTimeout(() => {
-          fail(new ProviderUnavailableError('local', `sandbox ${this.id}: init did not report the end of a killed command within ${limitMs} ms`));
-        }, limitMs);
-      };
-      const onAbort = (): void => {
-        channel.cancel(id);
-        armBackstop();
-      };
-      const deadline = options.timeoutMs === undefined ? undefined : setTimeout(armBackstop, options.timeoutMs);
+      // Deadline/cancel → the init's escalation (it enforces timeoutMs itself; a cancel is sent to
+      // it) → backstop: a healthy init always reports the end before it fires → settle.
+      const backstopMs = 2 * graceMs + KILL_SWEEP_LIMIT_MS + INIT_REPORT_SLACK_MS;
+      const lifecycle = new CommandLifecycle(
+        { timeoutMs: options.timeoutMs, signal, backstopMs },
+        {
+          kill: (trigger) => {
+            if (trigger === 'cancel') channel.cancel(id);
+          },
+          backstop: () => fail(new ProviderUnavailableError('local', `sandbox ${this.id}: init did not report the end of a killed command within ${backstopMs} ms`)),
+        },
+      );
       const settle = (): void => {
-        signal?.removeEventListener('abort', onAbort);
-        clearTimeout(backstop);
-        clearTimeout(deadline);
+        lifecycle.settle();
         channel.forget(id);
         this.inflight.delete(id);
         if (pgid !== undefined) this.commandGroups.delete(pgid);
@@ -255,7 +252,7 @@ export class LocalSandbox implements SandboxHandle {
         },
       );
       this.inflight.set(id, fail);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      lifecycle.start();
     });
   }
 }

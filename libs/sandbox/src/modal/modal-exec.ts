@@ -1,13 +1,14 @@
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
 import type { PollResult } from '@lanes/contracts';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
-import { cancelledBeforeStart } from './exec-result.js';
+import { CommandLifecycle } from '../command-lifecycle.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
+import { cancelledBeforeStart } from '../exec-result.js';
 import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
 import { LivenessWatch } from './modal-liveness.js';
 import { sdkTimeoutMs } from './modal-timeouts.js';
-import type { ExecOptions, ExecResult, OutputStream } from './provider.js';
+import type { ExecOptions, ExecResult, OutputStream } from '../provider.js';
 
 /** How a running command learns about its sandbox and its timing knobs (one per sandbox handle). */
 export interface ModalExecContext {
@@ -31,7 +32,8 @@ export interface ModalExecContext {
 /** Kill execs tried before concluding the group cannot be killed. */
 const MAX_KILL_ATTEMPTS = 3;
 
-type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'gone'; detail: string };
+/** `error`: wait() failed; `stuck`: our kill ran out of attempts and the command still had not ended. */
+type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'stuck'; error: ProviderUnavailableError } | { kind: 'gone'; detail: string };
 
 /** Reads one output stream to the end (or until cancelled), keeping the tail. */
 class Collector {
@@ -96,6 +98,32 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
 }
 
 /**
+ * After the exec channel failed in transport, the command itself may still run in a healthy
+ * sandbox: the kill script (by exec id) ends its group and exits 0 only once nothing of it is left.
+ * True when confirmed stopped (or the sandbox is gone, so nothing runs); false when every attempt
+ * failed. Each attempt is bounded as a whole: the SDK retries a refused exec start for ~10 s.
+ */
+async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: number): Promise<boolean> {
+  const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
+  for (let attempt = 0; attempt < MAX_KILL_ATTEMPTS; attempt++) {
+    try {
+      const code = await withDeadline(
+        (async () => {
+          const killer = await ctx.sandbox.exec(killArgv(execId, graceMs), { timeoutMs: sdkTimeoutMs('kill exec timeoutMs', killBackstopMs) });
+          cancelStreams(killer);
+          return killer.wait();
+        })(),
+        killBackstopMs,
+      );
+      if (code === 0) return true;
+    } catch (err) {
+      if (toLanesError(err, { kind: 'sandbox', sandboxId: ctx.sandboxId }) instanceof SandboxGoneError) return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Runs one command in a Modal sandbox (the queue guarantees one at a time per sandbox):
  * argv goes through the process-group wrapper, `wait()` is raced against periodic `poll()` so a
  * sandbox dying mid-command cannot hang it, and timeout/cancel kill the command's group, never the
@@ -142,33 +170,19 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     (error: unknown) => ({ kind: 'error', error }),
   );
 
-  let timedOut = false;
-  let cancelled = false;
-  let killing: Promise<void> | undefined;
   let settle!: (o: Outcome) => void;
   const interrupted = new Promise<Outcome>((resolve) => (settle = resolve));
-  const startKill = (): void => {
-    killing ??= killGroup(ctx, execId, graceMs, exited).then(async () => {
+  let killing: Promise<void> | undefined;
+  // Deadline/cancel → kill exec (the escalation runs in the sandbox) → backstop → settle.
+  const lifecycle = new CommandLifecycle(
+    { timeoutMs: options.timeoutMs, signal: options.signal, backstopMs: ctx.outputDrainMs },
+    {
+      kill: () => (killing ??= killGroup(ctx, execId, graceMs, exited)),
       // Every kill attempt ran and the command still has not ended: the exec channel is stuck.
-      if (!(await settlesWithin(exited, ctx.outputDrainMs))) {
-        settle({ kind: 'error', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) });
-      }
-    });
-  };
-
-  const deadline =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          if (!cancelled) timedOut = true;
-          startKill();
-        }, options.timeoutMs);
-  const onAbort = (): void => {
-    if (!timedOut) cancelled = true;
-    startKill();
-  };
-  if (options.signal?.aborted) onAbort();
-  else options.signal?.addEventListener('abort', onAbort, { once: true });
+      backstop: () => settle({ kind: 'stuck', error: new ProviderUnavailableError(MODAL_PROVIDER_NAME, `command ${execId} did not end after its process group was killed`) }),
+    },
+  );
+  lifecycle.start();
 
   let outcome: Outcome;
   try {
@@ -176,19 +190,25 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     outcome = await Promise.race([exited, interrupted, watch.gone.then((detail): Outcome => ({ kind: 'gone', detail }))]);
   } finally {
     watch.stop();
-    clearTimeout(deadline);
-    options.signal?.removeEventListener('abort', onAbort);
+    lifecycle.settle();
   }
 
   if (outcome.kind !== 'exit') {
     stdout.cancel();
     stderr.cancel();
     if (outcome.kind === 'gone') throw new SandboxGoneError(ctx.sandboxId, outcome.detail);
-    throw toLanesError(outcome.error, scope);
+    if (outcome.kind === 'stuck') throw outcome.error;
+    const error = toLanesError(outcome.error, scope);
+    // Transport lost the command, not the command ending: stop it by exec id before anyone can
+    // start the next attempt in this sandbox (the caller re-runs a transport failure).
+    if (error instanceof ProviderUnavailableError && !(await confirmStopped(ctx, execId, graceMs))) {
+      throw new ProviderUnavailableError(MODAL_PROVIDER_NAME, `${error.message}; command ${execId} could not be confirmed stopped`);
+    }
+    throw error;
   }
   // The group is dead once the command exited, but let the kill exec finish so the next command
   // cannot race its last sweep.
-  if (killing) await settlesWithin(killing, 4 * graceMs + ctx.backstopMarginMs);
+  if (lifecycle.killing) await settlesWithin(lifecycle.killing, 4 * graceMs + ctx.backstopMarginMs);
   // Output can outlive the exit briefly (or forever, if a background process holds the pipe).
   if (!(await settlesWithin(Promise.all([stdout.done, stderr.done]), ctx.outputDrainMs))) {
     stdout.cancel();
@@ -198,8 +218,8 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     exitCode: outcome.code,
     stdout: stdout.text,
     stderr: stderr.text,
-    timedOut,
-    cancelled,
+    timedOut: lifecycle.timedOut,
+    cancelled: lifecycle.cancelled,
     durationMs: ctx.now() - startedAt,
   };
 }

@@ -7,16 +7,17 @@ import {
   type SandboxSpec,
   type SandboxTags,
 } from '@lanes/contracts';
-import { bestEffort, type CleanupErrorSink } from './best-effort.js';
-import { DeadlineExceeded, withDeadline } from './deadline.js';
+import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
+import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { withCallDeadline } from './modal-call-deadline.js';
 import { createModalClient, type ModalClientFactoryOptions, type ModalClientLike, type ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, isGone, toLanesError } from './modal-errors.js';
+import { listByTags } from './modal-list.js';
 import { canaryArgv } from './modal-exec-scripts.js';
 import { ModalResources } from './modal-resources.js';
 import { sdkTimeoutMs } from './modal-timeouts.js';
 import { ModalSandboxHandle, type ModalHandleTiming } from './modal-sandbox-handle.js';
-import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
+import type { CreateOptions, SandboxHandle, SandboxProvider, SandboxRef } from '../provider.js';
 
 /** The Modal app that owns lanes sandboxes unless configured otherwise. */
 export const DEFAULT_MODAL_APP_NAME = 'lanes';
@@ -78,13 +79,6 @@ export interface ModalProviderOptions {
   /** Where failures of best-effort cleanup (e.g. reaping a timed-out sandbox) go. */
   onCleanupError?: CleanupErrorSink;
   now?: () => number;
-}
-
-/** Only tags lanes owns are reported by list(), so an unrelated tag cannot pose as an owner. */
-function laneTags(tags: Record<string, string>): Partial<SandboxTags> {
-  const out: Partial<SandboxTags> = {};
-  for (const key of ['lane', 'slot', 'worker'] as const) if (tags[key] !== undefined) out[key] = tags[key];
-  return out;
 }
 
 /**
@@ -163,20 +157,8 @@ export class ModalProvider implements SandboxProvider {
     const want: Record<string, string> = {};
     for (const [k, v] of Object.entries(tags)) if (v !== undefined) want[k] = v;
     const app = await this.#resources.app();
-    const listing = (async () => {
-      const refs: SandboxRef[] = [];
-      for await (const sandbox of this.#client.sandboxes.list({ appId: app.appId, tags: want })) {
-        try {
-          refs.push({ id: sandbox.sandboxId, tags: laneTags(await sandbox.getTags()) });
-        } catch (err) {
-          // Finished between listing and asking: it is not running any more, so not listed.
-          if (!isGone(err, sandbox.sandboxId)) throw err;
-        } finally {
-          sandbox.detach();
-        }
-      }
-      return refs;
-    })();
+    // One SandboxListV2 per page, tags included: no per-sandbox SandboxTagsGetV2 (modal-list.ts).
+    const listing = listByTags(this.#client.cpClient, app.appId, want);
     try {
       return await withCallDeadline('list', listing, this.#timing.callTimeoutMs);
     } catch (err) {

@@ -80,7 +80,19 @@ export interface ModalSandboxCreateParamsLike {
   tags?: Record<string, string>;
 }
 
+/** The one control-plane RPC lanes calls directly (see `modal-list.ts` for why); the SDK's stub. */
+export interface ModalControlPlaneLike {
+  sandboxListV2(request: {
+    appId: string;
+    includeFinished: boolean;
+    tags: Array<{ tagName: string; tagValue: string }>;
+    beforeTimestamp?: number;
+  }): Promise<{ sandboxes: Array<{ id: string; createdAt: number; tags: Array<{ tagName: string; tagValue: string }> }> }>;
+}
+
 export interface ModalClientLike {
+  /** `ModalClient.cpClient`: the control-plane stub, with the SDK's auth/retry/timeout middleware. */
+  readonly cpClient: ModalControlPlaneLike;
   readonly apps: {
     fromName(name: string, params?: { createIfMissing?: boolean; environment?: string }): Promise<ModalAppLike>;
   };
@@ -114,6 +126,19 @@ export interface ModalClientFactoryOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * How long the SDK may keep retrying one call that Modal throttles (a RESOURCE_EXHAUSTED with a
+ * server retry-after). Unset, modal@0.11.1 waits as long as the server keeps asking. 20 s stays
+ * under the 30 s call deadline (DEFAULT_MODAL_CALL_TIMEOUT_MS), so a throttled call ends as the
+ * SDK's own error (mapped: unavailable, breaker fuel) instead of a blind deadline, and a throttle
+ * shorter than that is still ridden out inside the SDK.
+ *
+ * The client's other bounds, `timeoutMs` and `maxRetries`, are declared by ModalClientParams but
+ * not read by modal@0.11.1; every call the provider makes carries our own deadline instead
+ * (modal-call-deadline.ts, the connect/exec/file-op deadlines).
+ */
+export const MODAL_MAX_THROTTLE_WAIT_SECS = 20;
+
 /** Builds the real SDK client from MODAL_TOKEN_ID / MODAL_TOKEN_SECRET (or explicit values). */
 export function createModalClient(options: ModalClientFactoryOptions = {}): ModalClientLike {
   const env = options.env ?? process.env;
@@ -123,6 +148,7 @@ export function createModalClient(options: ModalClientFactoryOptions = {}): Moda
     ...(tokenId ? { tokenId } : {}),
     ...(tokenSecret ? { tokenSecret } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
+    maxThrottleWaitSecs: MODAL_MAX_THROTTLE_WAIT_SECS,
   });
   // Without credentials the SDK fails every call with a plain Error, which would read as an outage
   // on the first create: say so now, where it is a configuration error.
