@@ -49,7 +49,7 @@ export async function runCard(deps: RunDeps, input: RunInput): Promise<RunOutcom
     if (stop) return stop;
     if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);
   }
-  return interpretAgent(handle, paths, last!);
+  return interpretAgent(deps, paths, last!);
 }
 
 /** Writes the card file and gives the attempt clean output and work directories. */
@@ -96,10 +96,19 @@ function failed(c: CheckedCommand, step: Step): RunOutcome {
   return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: `${step} exited ${o.exitCode}${tail ? `: ${tail}` : ''}`, step };
 }
 
-async function interpretAgent(handle: SandboxHandle, paths: CardPaths, agent: CheckedCommand): Promise<RunOutcome> {
+async function interpretAgent(deps: RunDeps, paths: CardPaths, agent: CheckedCommand): Promise<RunOutcome> {
   const o = agent.outcome;
   if (o.kind !== 'exited' || o.timedOut) return failed(agent, 'agent');
-  const files = await readAgentFiles(handle, paths);
+  const files = await readAgentFiles(deps.handle, paths);
+  if (files.readError) {
+    // What the agent decided is unknown: never a silent done. The same check as a failed card-file
+    // write tells a dead sandbox or an outage from a sandbox that is fine.
+    const check = await checkedExec(deps.handle, ['true'], { timeoutMs: deps.canaryTimeoutMs }, deps);
+    const stop = interruption(check, 'agent');
+    if (stop) return stop;
+    if (files.readError.transient) return { kind: 'interrupted', message: files.readError.message, step: 'agent' };
+    return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: files.readError.message, step: 'agent' };
+  }
   if (o.exitCode === NEEDS_HUMAN_EXIT_CODE || files.blocked) {
     const reason = files.blocked?.reason ?? (o.stdout.trim().split('\n').pop() || 'the agent asked for a human');
     return { kind: 'needs-human', reason, exitCode: o.exitCode, step: 'agent' };

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LaneConfigSchema, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
+import { LaneConfigSchema, ProviderInvalidError, ProviderUnavailableError, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
 import { createLocalProvider, type LocalSandboxProvider, type OutputStream, type SandboxHandle } from '@lanes/sandbox';
 import { cardPaths, runCard, type RunOutcome } from '@lanes/runner';
 import { waitFor } from '../../../test/harness/index.js';
@@ -231,6 +231,29 @@ describe('runCard on a real local sandbox', () => {
     expect(await run(c, lane(), { attempt: 1 })).toEqual({ kind: 'done', result: { attempt: 1 }, step: 'agent' });
     expect(existsSync(cardPaths(handle.workdir, c.id).resultFile)).toBe(true);
     expect(await run(c, lane(), { attempt: 2 })).toEqual({ kind: 'done', step: 'agent' });
+  });
+
+  /** The real sandbox, whose reads of one file fail as the provider would fail them. */
+  const failingReads = (file: string, error: Error): SandboxHandle => ({
+    id: handle.id,
+    provider: handle.provider,
+    workdir: handle.workdir,
+    exec: (argv, options) => handle.exec(argv, options),
+    poll: () => handle.poll(),
+    writeFile: (path, data) => handle.writeFile(path, data),
+    readFile: (path) => (path.endsWith(file) ? Promise.reject(error) : handle.readFile(path)),
+    terminate: () => handle.terminate(),
+  });
+
+  it.each([
+    ['result.json unreadable in transport: re-run, never a silent done', 'result.json', { mode: 'result', result: { pr: 1 } }, new ProviderUnavailableError('local', 'injected: read timed out'), 'interrupted'],
+    ['blocked.json unreadable in transport: re-run, never done', 'blocked.json', { mode: 'blocked-json', reason: 'help', exitCode: 0 }, new ProviderUnavailableError('local', 'injected: read timed out'), 'interrupted'],
+    ['result.json refused outright: failed, naming the file', 'result.json', { mode: 'result', result: { pr: 1 } }, new ProviderInvalidError('local', 'injected: bad path'), 'failed'],
+  ] as const)('%s', async (_name, file, metadata, error, kind) => {
+    const outcome = await run(card(metadata), lane(), { on: failingReads(file, error) });
+    expect(outcome.kind).toBe(kind);
+    expect(outcome).toMatchObject({ step: 'agent' });
+    if (outcome.kind === 'failed' || outcome.kind === 'interrupted') expect(outcome.message).toContain(file);
   });
 
   it('killing the sandbox root pid mid-run is sandbox-dead with observedExitCode 137, taken from the exec without a second poll', async () => {
