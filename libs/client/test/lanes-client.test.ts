@@ -38,6 +38,13 @@ describe('@lanes/client against a real stack', () => {
     await expect(client.get('sdk-m3')).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
   });
 
+  it('is refused a callback to this machine when LANES_CALLBACK_ALLOW is unset, naming the field', async () => {
+    for (const callbackUrl of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/hook']) {
+      const err = await client.enqueue({ id: 'sdk-cb', lane: 'sdk', title: 'x', callbackUrl }).catch((e: unknown) => e);
+      expect(err, callbackUrl).toMatchObject({ status: 400, code: 'CARD_INVALID', issues: [{ path: 'callbackUrl' }] });
+    }
+  });
+
   it('unblocks and cancels, with the API codes on refusal', async () => {
     await client.enqueue({ id: 'sdk-help', lane: 'sdk', title: 'help', metadata: { needsHuman: 'which base?' } });
     await waitFor('sdk-help blocked', async () => (await client.get('sdk-help')).state === 'blocked');
