@@ -39,7 +39,8 @@ describe('@lanes/client against a real stack', () => {
   });
 
   it('is refused a callback to this machine when LANES_CALLBACK_ALLOW is unset, naming the field', async () => {
-    for (const callbackUrl of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/hook']) {
+    // The URL parser spells 2130706433 and 0x7f.1 as 127.0.0.1 before the check sees them.
+    for (const callbackUrl of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/hook', 'http://2130706433:9/hook', 'http://0x7f.1:9/hook', 'http://[::ffff:127.0.0.1]:9/hook']) {
       const err = await client.enqueue({ id: 'sdk-cb', lane: 'sdk', title: 'x', callbackUrl }).catch((e: unknown) => e);
       expect(err, callbackUrl).toMatchObject({ status: 400, code: 'CARD_INVALID', issues: [{ path: 'callbackUrl' }] });
     }

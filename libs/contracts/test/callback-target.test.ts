@@ -52,6 +52,9 @@ describe('evaluateCallbackTarget', () => {
     ['[::1]', '::1', [], 'refuse'],
     ['localhost', 'localhost', [], 'refuse'],
     ['app.localhost', 'app.localhost', [], 'refuse'],
+    ['localhost.', 'localhost.', [], 'refuse'],
+    ['LOCALHOST', 'LOCALHOST', [], 'refuse'],
+    ['board.internal.', '10.0.0.9', ['board.internal'], 'allow'],
     ['board.example.com', 'board.example.com', [], 'allow'],
     ['8.8.8.8', '8.8.8.8', [], 'allow'],
     // After resolution: the host is a name, the address what it resolved to.
