@@ -11,6 +11,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY libs/contracts/package.json libs/contracts/
+COPY libs/client/package.json libs/client/
 COPY libs/sandbox/package.json libs/sandbox/
 COPY libs/supervision/package.json libs/supervision/
 COPY libs/queue/package.json libs/queue/

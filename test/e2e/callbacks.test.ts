@@ -1,8 +1,10 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import type { CardRecord } from '@lanes/contracts';
-import { signBody } from '@lanes/supervisor';
+import { parseAllowRule, type CallbackAllowRule, type CardRecord } from '@lanes/contracts';
+import { systemLookup, type CallbackLookup } from '@lanes/supervisor';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 interface Received {
@@ -18,7 +20,7 @@ interface Received {
 const SECRET = 'callback-secret-for-tests';
 
 /** A board on loopback: records every callback; `/flaky` answers 503 twice before accepting, `/gone` always 410. */
-function board(): Promise<{ server: Server; url: string; received: Received[] }> {
+function board(host = '127.0.0.1'): Promise<{ server: Server; url: string; port: number; received: Received[] }> {
   const received: Received[] = [];
   let flakyCalls = 0;
   const read = (req: IncomingMessage) => new Promise<string>((resolve) => {
@@ -34,29 +36,53 @@ function board(): Promise<{ server: Server; url: string; received: Received[] }>
       res.end();
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received })));
+  return new Promise((resolve) => server.listen(0, host, () => {
+    const port = (server.address() as { port: number }).port;
+    resolve({ server, url: `http://${host}:${port}`, port, received });
+  }));
+}
+
+/** The boards here are on loopback, so the stack allows exactly 127.0.0.1; every other inward address stays refused. */
+const ALLOW = [parseAllowRule('127.0.0.1') as CallbackAllowRule];
+/** A name that resolves inward, to an address not allowed, where a second board listens: reached only if the check fails. */
+const INWARD_HOST = 'inward-board.test';
+const lookup: CallbackLookup = async (host) => (host === INWARD_HOST ? [{ address: '127.0.0.2', family: 4 }] : systemLookup(host));
+
+/** The receiver side of the signature, as the README shows it. */
+function verify(secret: string, header: string | undefined, raw: string): { ok: boolean; t: number } {
+  const parts = Object.fromEntries((header ?? '').split(',').map((p) => p.split('=') as [string, string]));
+  const expected = createHmac('sha256', secret).update(`${parts.t}.${raw}`).digest('hex');
+  return { ok: expected === parts.v1, t: Number(parts.t) };
 }
 
 describe('card callbacks', () => {
   let redis: TestRedis;
   let t: TestStack;
   let b: Awaited<ReturnType<typeof board>>;
+  let inward: Awaited<ReturnType<typeof board>>;
+  const logLines: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
     redis = await startRedis();
     b = await board();
+    inward = await board('127.0.0.2');
+    const log = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
     t = await startTestStack(redis.url, [{ name: 'cb', slots: 1, agent: [process.execPath, DEMO_AGENT], attempts: 1 }], {
       // Five tries: a delivery that stops at the third is the board's 200, not the retry limit.
-      callbacks: { secret: SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 } },
+      callbacks: { secret: SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 }, lookup },
+      callbackAllow: ALLOW,
+      log,
     });
   });
   afterAll(async () => {
     await t?.stop();
     await redis?.stop();
     b?.server.close();
+    inward?.server.close();
   });
 
-  it('POSTs the finished card, signed, to its callbackUrl', async () => {
+  it('POSTs the finished card, signed with a timestamp, to its callbackUrl', async () => {
+    const before = Math.floor(Date.now() / 1000);
     await t.api.request('POST', '/v1/cards', { id: 'cb-1', lane: 'cb', title: 'tell me', callbackUrl: `${b.url}/hook` });
     await t.api.waitCard('cb-1', 'done', (c) => c.state === 'done');
     const hit = await waitFor('the callback', () => b.received.find((r) => r.body.card.id === 'cb-1'));
@@ -64,7 +90,13 @@ describe('card callbacks', () => {
     expect(hit.event).toBe('card.done');
     expect(hit.body.card.state).toBe('done');
     expect(hit.body.card.result).toMatchObject({ branch: 'lanes/cb-1' });
-    expect(hit.signature).toBe(signBody(SECRET, hit.raw));
+    expect(hit.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    const signed = verify(SECRET, hit.signature, hit.raw);
+    expect(signed.ok).toBe(true);
+    expect(signed.t).toBeGreaterThanOrEqual(before);
+    expect(signed.t).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    // The timestamp is part of what is signed: the same body under another time does not verify.
+    expect(verify(SECRET, hit.signature!.replace(/^t=\d+/, `t=${signed.t - 600}`), hit.raw).ok).toBe(false);
     expect(b.received.filter((r) => r.body.card.id === 'cb-1')).toHaveLength(1);
   });
 
@@ -105,5 +137,37 @@ describe('card callbacks', () => {
     await t.api.request('POST', '/v1/cards', { id: 'cb-5', lane: 'cb', title: 'marker', callbackUrl: `${b.url}/hook` });
     await waitFor('the marker callback', () => b.received.find((r) => r.body.card.id === 'cb-5'));
     expect(b.received.some((r) => r.body.card.id === 'cb-4')).toBe(false);
+  });
+
+  it.each([
+    'http://10.0.0.5/hook',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[::1]:8080/hook',
+    'http://localhost:8080/hook',
+    'http://127.0.0.2/hook',
+    'http://[::ffff:127.0.0.2]/hook',
+    'http://[fd00:ec2::254]/hook',
+  ])('refuses a card whose callbackUrl %s points inward, naming the field', async (callbackUrl) => {
+    const one = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', { id: 'cb-inward', lane: 'cb', title: 'x', callbackUrl });
+    expect(one.status).toBe(400);
+    expect(one.body.error.code).toBe('CARD_INVALID');
+    expect(one.body.error.issues).toEqual([{ path: 'callbackUrl', message: expect.stringContaining('LANES_CALLBACK_ALLOW') }]);
+    const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', { cards: [{ id: 'cb-ok', lane: 'cb', title: 'x' }, { id: 'cb-inward', lane: 'cb', title: 'x', callbackUrl }] });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.error.issues.map((i) => i.path)).toEqual(['cards.1.callbackUrl']);
+    // All or nothing: the valid card in the refused batch was not taken either.
+    expect((await t.api.request('GET', '/v1/cards/cb-ok')).status).toBe(404);
+  });
+
+  it('does not deliver to a hostname that resolves inward, and logs callback.refused with the address', async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'cb-dns', lane: 'cb', title: 'rebound', callbackUrl: `http://${INWARD_HOST}:${inward.port}/hook` }).then((r) => expect(r.status).toBe(202));
+    await t.api.waitCard('cb-dns', 'done', (c) => c.state === 'done');
+    const refused = await waitFor('the callback.refused log', () => logLines.find((l) => l.event === 'callback.refused' && l.cardId === 'cb-dns'));
+    expect(refused).toMatchObject({ address: '127.0.0.2', lane: 'cb', type: 'card.done' });
+    expect(String(refused.reason)).toContain(INWARD_HOST);
+    await afterDeliveriesSettle('cb-dns-marker');
+    // The second board is reachable at 127.0.0.2: had the check let it through, it would have heard.
+    await fetch(`${inward.url}/probe`, { method: 'POST', body: '{}' });
+    expect(inward.received.map((r) => r.path)).toEqual(['/probe']);
   });
 });

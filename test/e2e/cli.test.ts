@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, PROJECT_DIR, main } from '@lanes/cli';
-import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { DEMO_AGENT, PROJECT_DIR, main, startStack, type Stack } from '@lanes/cli';
+import { freePort, startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
 
@@ -96,5 +96,53 @@ describe('the lanes command', () => {
     } finally {
       holder.close();
     }
+  });
+
+  it('status --watch follows a card until it ends, then shows it', async () => {
+    // Blocked first, so the watch starts on a card that is not over yet.
+    await t.api.request('POST', '/v1/cards', { id: 'cli-watch', lane: 'cli', title: 'watched', metadata: { needsHuman: 'go?' } });
+    await t.api.waitCard('cli-watch', 'blocked', (c) => c.state === 'blocked');
+    const out: string[] = [];
+    const watching = main(['status', 'cli-watch', '--watch'], env, (s) => out.push(s), new AbortController().signal, () => undefined);
+    await waitFor('the watch to start', () => out.some((l) => l.includes('following it until it ends')));
+    await t.api.request('POST', '/v1/cards/cli-watch/cancel');
+    expect(await watching).toBe(0);
+    const text = out.join('\n');
+    expect(text).toMatch(/^\S+Z\s+cli\s+card\.cancelled\s+card=cli-watch/m);
+    expect(text).toMatch(/^cli-watch\s+cli\s+cancelled\s/m);
+  });
+
+  it('tail --lane prints a card\'s lifecycle down to done, and resumes after the API restarts under it', async () => {
+    // An API of its own on the stack's Redis, which the test stops and starts again on the same port.
+    const port = await freePort();
+    const startApi = () => startStack({ redisUrl: redis.url, lanes: t.lanes, log: testLog(), providerFor: () => { throw new Error('api only'); }, providers: [], port, parts: { api: true, worker: false, supervisor: false } });
+    let api: Stack = await startApi();
+    const lines: string[] = [];
+    const notes: string[] = [];
+    const controller = new AbortController();
+    const tailing = main(['tail', '--lane', 'cli'], { LANES_API_URL: `http://127.0.0.1:${port}` }, (s) => lines.push(s), controller.signal, (s) => notes.push(s));
+    try {
+      await waitFor('tail to follow', () => notes.some((n) => n.startsWith('following events of lane cli')));
+      await t.api.request('POST', '/v1/cards', { id: 'cli-tail-1', lane: 'cli', title: 'tailed' });
+      await waitFor('cli-tail-1 done in the tail', () => lines.some((l) => /card\.done\s+card=cli-tail-1/.test(l)));
+      // Down while the next card runs its whole life: the tail must pick it up from where it was.
+      await api.stop();
+      await t.api.request('POST', '/v1/cards', { id: 'cli-tail-2', lane: 'cli', title: 'while the API was down' });
+      await t.api.waitCard('cli-tail-2', 'done', (c) => c.state === 'done');
+      api = await startApi();
+      await waitFor('cli-tail-2 done in the tail', () => lines.some((l) => /card\.done\s+card=cli-tail-2/.test(l)));
+    } finally {
+      controller.abort();
+      await api.stop();
+    }
+    expect(await tailing).toBe(0);
+    expect(notes.some((n) => n.startsWith('disconnected'))).toBe(true);
+    expect(notes.some((n) => n.startsWith('reconnected, resuming after'))).toBe(true);
+    for (const id of ['cli-tail-1', 'cli-tail-2']) {
+      const mine = lines.filter((l) => l.includes(`card=${id}`)).map((l) => l.split(/\s+/)[2]);
+      // Each event once, in order: nothing lost and nothing repeated across the restart.
+      expect(mine).toEqual(['card.queued', 'card.running', 'card.done']);
+    }
+    expect(lines.every((l) => /^\S+Z\s+cli\s+\S+/.test(l))).toBe(true);
   });
 });

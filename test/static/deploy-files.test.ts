@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -47,7 +47,9 @@ describe('Dockerfile', () => {
   it('copies only paths that exist and every workspace manifest', () => {
     const copies = [...dockerfile.matchAll(/^COPY (.+) (\S+)$/gm)].flatMap((m) => m[1]!.split(/\s+/));
     for (const src of copies) expect(existsSync(join(root, src)), src).toBe(true);
-    const workspaces = ['libs/contracts', 'libs/sandbox', 'libs/supervision', 'libs/queue', 'libs/runner', 'apps/api', 'apps/worker', 'apps/supervisor', 'apps/cli'];
+    // Every workspace on disk, so a new package cannot be forgotten here as it could in a list.
+    const workspaces = ['libs', 'apps'].flatMap((top) => readdirSync(join(root, top)).map((d) => `${top}/${d}`)).filter((ws) => existsSync(join(root, ws, 'package.json')));
+    expect(workspaces).toContain('libs/client');
     for (const ws of workspaces) expect(copies).toContain(`${ws}/package.json`);
   });
 

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { CardValidationError, type ErrorBody, type LaneConfig } from '@lanes/contracts';
+import { CardValidationError, type CallbackAllowRule, type ErrorBody, type LaneConfig } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError } from './api-error.js';
 import { createAuthHook } from './auth.js';
@@ -22,6 +22,8 @@ export interface ApiOptions {
   tokens?: readonly string[];
   now?: () => number;
   newId?: () => string;
+  /** LANES_CALLBACK_ALLOW: inward callback targets a card may name. */
+  callbackAllow?: readonly CallbackAllowRule[];
 }
 
 export interface ApiServer {
@@ -67,7 +69,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const statusDeps = { queues, store, fleet, lanes };
   const metrics = createMetrics(statusDeps);
   healthRoutes(app, { redis });
-  cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}) });
+  cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, statusDeps);
   eventRoutes(app, { redis });
   app.get('/metrics', async (_request, reply) => {

@@ -1,31 +1,31 @@
 import { readFileSync } from 'node:fs';
-import type { CardRecord, LaneStatus } from '@lanes/contracts';
-import { call, type ClientOptions } from './client.js';
+import type { CardInput } from '@lanes/contracts';
+import type { LanesClient } from '@lanes/client';
 import { table } from './table.js';
 
 type Print = (s: string) => void;
 
-export async function enqueueCommand(client: ClientOptions, flags: Record<string, string | boolean | undefined>, print: Print): Promise<number> {
-  let body: unknown;
+export async function enqueueCommand(client: LanesClient, flags: Record<string, string | boolean | undefined>, print: Print): Promise<number> {
+  let body: CardInput | { cards: CardInput[] };
   if (typeof flags.json === 'string') {
-    body = JSON.parse(readFileSync(flags.json === '-' ? 0 : flags.json, 'utf8'));
+    // The API validates it and names any bad field.
+    body = JSON.parse(readFileSync(flags.json === '-' ? 0 : flags.json, 'utf8')) as CardInput | { cards: CardInput[] };
   } else {
     body = {
       ...(typeof flags.id === 'string' ? { id: flags.id } : {}),
-      lane: flags.lane,
-      title: flags.title,
+      lane: flags.lane as string,
+      title: flags.title as string,
       ...(typeof flags.prompt === 'string' ? { prompt: flags.prompt } : {}),
       ...(typeof flags.repo === 'string' ? { repo: flags.repo } : {}),
     };
   }
-  const res = await call<{ id?: string; state?: string; cards?: Array<{ id: string; state: string; created: boolean }> }>(client, 'POST', '/v1/cards', body);
-  const rows = res.body.cards ?? [{ id: res.body.id!, state: res.body.state!, created: res.status === 202 }];
+  const rows = 'cards' in body ? await client.enqueueMany(body.cards) : [await client.enqueue(body)];
   print(table(['card', 'state', 'new'], rows.map((r) => [r.id, r.state, r.created ? 'yes' : 'no (existing id)'])));
   return 0;
 }
 
-export async function statusCommand(client: ClientOptions, id: string, print: Print): Promise<number> {
-  const { body: card } = await call<CardRecord>(client, 'GET', `/v1/cards/${encodeURIComponent(id)}`);
+export async function statusCommand(client: LanesClient, id: string, print: Print): Promise<number> {
+  const card = await client.get(id);
   print(
     table(
       ['card', 'lane', 'state', 'reason', 'attempts', 'infra retries', 'sandbox', 'exit seen'],
@@ -38,8 +38,8 @@ export async function statusCommand(client: ClientOptions, id: string, print: Pr
   return 0;
 }
 
-export async function lanesCommand(client: ClientOptions, print: Print): Promise<number> {
-  const { body } = await call<{ lanes: LaneStatus[] }>(client, 'GET', '/v1/lanes');
+export async function lanesCommand(client: LanesClient, print: Print): Promise<number> {
+  const body = { lanes: await client.lanes() };
   print(
     table(
       ['lane', 'provider', 'waiting', 'active', 'delayed', 'blocked', 'done', 'failed', 'slots', 'desired', 'breaker', 'outage'],
@@ -64,8 +64,8 @@ export async function lanesCommand(client: ClientOptions, print: Print): Promise
   return 0;
 }
 
-export async function cardAction(client: ClientOptions, action: 'cancel' | 'unblock', id: string, note: string | undefined, print: Print): Promise<number> {
-  const { body } = await call<{ id: string; state: string }>(client, 'POST', `/v1/cards/${encodeURIComponent(id)}/${action}`, action === 'unblock' ? (note ? { note } : {}) : undefined);
+export async function cardAction(client: LanesClient, action: 'cancel' | 'unblock', id: string, note: string | undefined, print: Print): Promise<number> {
+  const body = action === 'cancel' ? await client.cancel(id) : await client.unblock(id, note);
   print(table(['card', 'state'], [[body.id, body.state]]));
   return 0;
 }

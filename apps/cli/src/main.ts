@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, LanesError } from '@lanes/contracts';
-import { ApiClientError } from './client.js';
+import { LanesClient, LanesUnreachableError } from '@lanes/client';
 import { cardAction, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
 import { createLogger } from './logger.js';
+import { tailCommand, watchCommand } from './tail.js';
 import { up } from './up.js';
 
 const USAGE = `usage: lanes <command> [options]
@@ -11,7 +12,8 @@ const USAGE = `usage: lanes <command> [options]
   api | worker | supervisor [--config FILE]
                                     one part only (containers)
   enqueue --lane L --title T [--id ID] [--prompt P] [--repo URL] | --json FILE|-
-  status CARD_ID                    a card's state and history
+  status CARD_ID [--watch]          a card's state and history; --watch follows it until it ends
+  tail [--lane L] [--card ID]       follow events as lines until Ctrl-C; resumes after a disconnect
   cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
   unblock CARD_ID [--note TEXT]     release a needs-human card
   lanes                             lanes, slots, sandboxes, breakers
@@ -19,7 +21,17 @@ const USAGE = `usage: lanes <command> [options]
 
 Remote commands use LANES_API_URL (default http://127.0.0.1:$LANES_PORT or :3000) and LANES_API_TOKEN.`;
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, print: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
+/**
+ * `signal` ends the following commands (tail, status --watch); by default it is Ctrl-C.
+ * `note` takes what is said about the connection rather than printed as output (stderr).
+ */
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  print: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  signal?: AbortSignal,
+  note: (s: string) => void = (s) => process.stderr.write(`lanes: ${s}\n`),
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -34,6 +46,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       json: { type: 'string' },
       note: { type: 'string' },
       url: { type: 'string' },
+      card: { type: 'string' },
+      watch: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -42,10 +56,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     print(USAGE);
     return command ? 0 : 2;
   }
-  const client = {
-    url: values.url ?? env.LANES_API_URL ?? `http://127.0.0.1:${env.LANES_PORT ?? 3000}`,
+  const url = values.url ?? env.LANES_API_URL ?? `http://127.0.0.1:${env.LANES_PORT ?? 3000}`;
+  const client = new LanesClient({
+    url,
     ...(env.LANES_API_TOKEN || env.LANES_API_TOKENS ? { token: env.LANES_API_TOKEN ?? env.LANES_API_TOKENS!.split(',')[0]!.trim() } : {}),
-  };
+  });
   const needId = () => {
     if (!arg) throw new UsageError(`${command} needs a card id`);
     return arg;
@@ -62,7 +77,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       case 'enqueue':
         return await enqueueCommand(client, values, print);
       case 'status':
-        return await statusCommand(client, needId(), print);
+        return values.watch ? await watchCommand(client, needId(), signal ?? interrupted(), print) : await statusCommand(client, needId(), print);
+      case 'tail':
+        return await tailCommand(client, { ...(values.lane ? { lane: values.lane } : {}), ...(values.card ? { cardId: values.card } : {}), signal: signal ?? interrupted(), note }, print);
       case 'cancel':
       case 'unblock':
         return await cardAction(client, command, needId(), values.note, print);
@@ -80,7 +97,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       process.stderr.write(`lanes: ${err.message}\n\n${USAGE}\n`);
       return 2;
     }
-    if (err instanceof ConfigError || err instanceof LanesError || err instanceof ApiClientError) {
+    if (err instanceof LanesUnreachableError) {
+      process.stderr.write(`lanes: cannot reach the API at ${url} (is \`lanes up\` running?)\n`);
+      return 1;
+    }
+    if (err instanceof ConfigError || err instanceof LanesError) {
       process.stderr.write(`lanes: ${err.message}\n`);
       return 1;
     }
@@ -88,12 +109,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       process.stderr.write(`lanes: ${(err as Error).message}: another process holds the port; set LANES_PORT or --port\n`);
       return 1;
     }
-    if (err instanceof TypeError && String(err.message).includes('fetch failed')) {
-      process.stderr.write(`lanes: cannot reach the API at ${client.url} (is \`lanes up\` running?)\n`);
-      return 1;
-    }
     throw err;
   }
 }
 
 class UsageError extends Error {}
+
+/** Aborts on the first Ctrl-C, so a following command ends cleanly; only those commands listen (a listener stops Node's own exit on SIGINT). */
+function interrupted(): AbortSignal {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  return controller.signal;
+}

@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createApiServer, type ApiServer } from '@lanes/api';
-import type { LaneConfig } from '@lanes/contracts';
+import type { CallbackAllowRule, LaneConfig } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
-import { createSupervisorApp, type SupervisorApp } from '@lanes/supervisor';
+import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
 import { createWorkerApp, type WorkerApp } from '@lanes/worker';
 
 export interface StackOptions {
@@ -23,7 +23,9 @@ export interface StackOptions {
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
   /** Card callbacks are delivered by the supervisor; `secret` signs them. */
-  callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number } };
+  callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number }; lookup?: CallbackLookup };
+  /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */
+  callbackAllow?: readonly CallbackAllowRule[];
   /** Run only some parts (a worker container runs only the worker). */
   parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
 }
@@ -66,6 +68,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
+        ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';
       await stack.api.app.listen({ port: options.port ?? 0, host });
@@ -95,7 +98,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
         ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
-        callbacks: options.callbacks ?? {},
+        callbacks: { ...options.callbacks, ...(options.callbackAllow ? { allow: options.callbackAllow } : {}) },
       });
       await stack.supervisor.start();
     }

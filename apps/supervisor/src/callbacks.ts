@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { LaneEventSchema, type LaneEvent } from '@lanes/contracts';
+import { LaneEventSchema, type CallbackAllowRule, type LaneEvent } from '@lanes/contracts';
 import { keys, type CardStore } from '@lanes/queue';
 import { DEFAULT_CALLBACK_RETRY, evaluateCallback, isNotified, type CallbackRetryConfig } from './callback-policy.js';
+import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
 
 /** Consumer group on the event stream: each event is delivered by one supervisor, and re-delivered if it dies mid-way. */
 export const CALLBACK_GROUP = 'lanes-callbacks';
@@ -19,8 +20,14 @@ export interface CallbackDeps {
   store: CardStore;
   log: Logger;
   consumer: string;
-  /** LANES_CALLBACK_SECRET: when set, each body is signed (`x-lanes-signature: sha256=<hex hmac>`). */
+  /** LANES_CALLBACK_SECRET: when set, each body is signed (`x-lanes-signature: t=<unix s>,v1=<hex hmac>`). */
   secret?: string;
+  /** LANES_CALLBACK_ALLOW: inward addresses a delivery may still reach. */
+  allow?: readonly CallbackAllowRule[];
+  /** DNS for callback hosts; every address is checked before connecting. Default the system resolver. */
+  lookup?: CallbackLookup;
+  /** Wall clock, for the signature's timestamp. */
+  now?: () => number;
   retry?: CallbackRetryConfig;
   timeoutMs?: number;
   /** How long another consumer's entry must sit unacknowledged before it is taken over (CALLBACK_CLAIM_IDLE_MS). */
@@ -28,8 +35,12 @@ export interface CallbackDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export function signBody(secret: string, body: string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+/**
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the timestamp is signed with the body,
+ * so a receiver can refuse a captured delivery replayed later.
+ */
+export function signBody(secret: string, body: string, unixSeconds: number): string {
+  return `t=${unixSeconds},v1=${createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex')}`;
 }
 
 /** Tells boards about their cards: POSTs `{event, card}` to the card's callbackUrl, at least once. */
@@ -92,10 +103,17 @@ export class CallbackDispatcher {
     if (!card?.callbackUrl) return;
     const body = JSON.stringify({ event: event.type, at: event.at, card });
     const headers: Record<string, string> = { 'content-type': 'application/json', 'x-lanes-event': event.type, 'user-agent': 'lanes-callback' };
-    if (this.deps.secret) headers['x-lanes-signature'] = signBody(this.deps.secret, body);
     const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback' });
+    const url = new URL(card.callbackUrl);
     for (let attempt = 1; ; attempt++) {
-      const result = await post(card.callbackUrl, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS);
+      // Resolved on every attempt: a name may have moved inward since the last one.
+      const target = await resolveCallbackTarget(url, this.deps.allow ?? [], this.deps.lookup ?? systemLookup);
+      if (target.action === 'refuse') {
+        this.deps.log.warn({ cardId: card.id, lane: card.lane, event: 'callback.refused', type: event.type, address: target.address, reason: target.reason }, 'callback refused: its target is inward');
+        return;
+      }
+      if (this.deps.secret) headers['x-lanes-signature'] = signBody(this.deps.secret, body, Math.floor((this.deps.now ?? Date.now)() / 1000));
+      const result = target.action === 'unresolved' ? { error: target.reason } : await postTo(url, target, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS);
       const decision = evaluateCallback(result, attempt, this.deps.retry ?? DEFAULT_CALLBACK_RETRY);
       switch (decision.action) {
         case 'done':
@@ -109,16 +127,6 @@ export class CallbackDispatcher {
           await (this.deps.sleep ?? delay)(decision.delayMs);
       }
     }
-  }
-}
-
-async function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status?: number; error?: string }> {
-  try {
-    const res = await fetch(url, { method: 'POST', body, headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
-    await res.body?.cancel();
-    return { status: res.status };
-  } catch (err) {
-    return { error: err instanceof Error ? err.message : String(err) };
   }
 }
 

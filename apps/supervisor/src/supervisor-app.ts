@@ -3,10 +3,11 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { performance } from 'node:perf_hooks';
-import { defaults, type LaneConfig, type LivenessVerdict } from '@lanes/contracts';
+import { defaults, type CallbackAllowRule, type LaneConfig, type LivenessVerdict } from '@lanes/contracts';
 import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
+import type { CallbackLookup } from './callback-target.js';
 import type { CallbackRetryConfig } from './callback-policy.js';
 import {
   LivenessTracker,
@@ -54,7 +55,7 @@ export interface SupervisorOptions {
   /** This process's monotonic clock (ms), the only clock liveness is judged on. Default performance.now. */
   monotonicNow?: () => number;
   /** Delivery of card callbacks; `secret` signs each body. Off when absent. */
-  callbacks?: { secret?: string; retry?: CallbackRetryConfig };
+  callbacks?: { secret?: string; retry?: CallbackRetryConfig; allow?: readonly CallbackAllowRule[]; lookup?: CallbackLookup };
 }
 
 export interface SupervisorApp {
@@ -96,6 +97,9 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
         consumer,
         ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
         ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
+        ...(options.callbacks.allow ? { allow: options.callbacks.allow } : {}),
+        ...(options.callbacks.lookup ? { lookup: options.callbacks.lookup } : {}),
+        ...(options.now ? { now: options.now } : {}),
       })
     : undefined;
   let timer: NodeJS.Timeout | undefined;

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Card } from '@lanes/contracts';
+import { parseAllowRule, type CallbackAllowRule, type Card } from '@lanes/contracts';
 import { CardStore, EventLog, keys } from '@lanes/queue';
 import { CALLBACK_GROUP, CallbackDispatcher } from '@lanes/supervisor';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
@@ -49,7 +49,7 @@ describe('callback takeover', () => {
 
     const heirConn = new Redis(redis.url);
     heirConn.on('error', () => undefined);
-    const heir = new CallbackDispatcher({ redis: heirConn, store, log: pino({ level: 'silent' }), consumer: 'heir', claimIdleMs: 200, retry: { maxAttempts: 3, baseDelayMs: 20 } });
+    const heir = new CallbackDispatcher({ redis: heirConn, store, log: pino({ level: 'silent' }), consumer: 'heir', allow: [parseAllowRule('127.0.0.1') as CallbackAllowRule], claimIdleMs: 200, retry: { maxAttempts: 3, baseDelayMs: 20 } });
     await heir.start();
     try {
       await waitFor('the taken-over callback', () => received.find((r) => r.cardId === card.id));

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import * as D from './defaults.js';
+import { parseAllowRule, type CallbackAllowRule } from './callback-target.js';
 import { ConfigError } from './errors/config-error.js';
 import { toIssues } from './validation.js';
 
@@ -17,8 +18,21 @@ export const LanesEnvSchema = z.object({
   LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
   /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
   LANES_LOCK_DURATION_MS: Int(1_000).optional(),
-  /** Signs card callbacks (`x-lanes-signature: sha256=<hmac>`), so a board can tell them from forgeries. */
+  /** Signs card callbacks (`x-lanes-signature: t=<unix s>,v1=<hmac>`), so a board can tell them from forgeries. */
   LANES_CALLBACK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Hosts or CIDRs callbacks may reach although they are loopback, private or link-local (comma-separated). */
+  LANES_CALLBACK_ALLOW: z
+    .string()
+    .transform((text, ctx): CallbackAllowRule[] => {
+      const rules: CallbackAllowRule[] = [];
+      for (const entry of text.split(',').filter((e) => e.trim() !== '')) {
+        const rule = parseAllowRule(entry);
+        if ('error' in rule) ctx.addIssue({ code: 'custom', message: rule.error });
+        else rules.push(rule);
+      }
+      return rules;
+    })
+    .optional(),
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });

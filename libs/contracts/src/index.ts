@@ -77,3 +77,12 @@ export * as defaults from './defaults.js';
 export * from './errors/index.js';
 export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
 export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';
+export {
+  classifyAddress,
+  parseIp,
+  parseAllowRule,
+  evaluateCallbackTarget,
+  type AddressKind,
+  type CallbackAllowRule,
+  type CallbackTargetDecision,
+} from './callback-target.js';

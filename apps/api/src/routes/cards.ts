@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { CardValidationError, UnblockBodySchema, parseCard, toIssues, type Card, type ValidationIssue } from '@lanes/contracts';
+import { CardValidationError, UnblockBodySchema, evaluateCallbackTarget, parseCard, toIssues, type Card, type CallbackAllowRule, type ValidationIssue } from '@lanes/contracts';
 import type { CardStore, LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
 
@@ -8,6 +8,16 @@ export interface CardRoutesDeps {
   queues: LaneQueues;
   store: CardStore;
   newId?: () => string;
+  /** LANES_CALLBACK_ALLOW: inward callback targets let through. */
+  callbackAllow?: readonly CallbackAllowRule[];
+}
+
+/** A callbackUrl aimed inward (loopback, private, link-local, metadata) is refused before the card is taken. */
+function callbackIssue(url: string, path: string, allow: readonly CallbackAllowRule[]): ValidationIssue | undefined {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return { path, message: `must be an http or https URL, not ${parsed.protocol}` };
+  const decision = evaluateCallbackTarget(parsed.hostname, parsed.hostname, allow);
+  return decision.action === 'refuse' ? { path, message: `refused: ${decision.reason}` } : undefined;
 }
 
 /** A card or `{cards:[…]}`; every card is validated before any is enqueued, so a batch is all or nothing. */
@@ -27,6 +37,8 @@ function parseBody(body: unknown, deps: CardRoutesDeps): { cards: Card[]; bulk: 
         const known = deps.queues.all().map((q) => q.name).join(', ');
         issues.push({ path: isBulk ? `cards.${i}.lane` : 'lane', message: `unknown lane "${card.lane}" (known: ${known})` });
       }
+      const refused = card.callbackUrl ? callbackIssue(card.callbackUrl, isBulk ? `cards.${i}.callbackUrl` : 'callbackUrl', deps.callbackAllow ?? []) : undefined;
+      if (refused) issues.push(refused);
       cards.push(card);
     } catch (err) {
       if (err instanceof CardValidationError) issues.push(...err.issues);

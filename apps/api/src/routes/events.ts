@@ -16,6 +16,10 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
   app.get<{ Querystring: { since?: string; lane?: string } }>('/v1/events', async (request, reply) => {
     const since = (request.headers['last-event-id'] as string | undefined) ?? request.query.since ?? '$';
     const lane = request.query.lane;
+    // Pin "new events only" to the current tail before answering, so nothing after the answer is missed.
+    // On the API's own connection: a fresh duplicate is not ready yet and, with no offline queue, would
+    // fail, and falling back to 0-0 replayed the whole stream. A Redis that is down answers 503 instead.
+    let cursor = since === '$' ? ((await new EventLog(deps.redis).recent(1))[0]?.id ?? '0-0') : since;
     const conn = deps.redis.duplicate();
     conn.on('error', () => undefined); // the read loop sees failures and retries
     const log = new EventLog(conn);
@@ -25,8 +29,6 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
       conn.disconnect();
     };
     request.raw.on('close', stop);
-    // Pin "new events only" to the current tail before answering, so nothing after the answer is missed.
-    let cursor = since === '$' ? ((await log.recent(1).catch(() => []))[0]?.id ?? '0-0') : since;
     streams.add(stop);
     reply.hijack();
     reply.raw.writeHead(200, {
@@ -35,7 +37,9 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    reply.raw.write(': lanes events\n\n');
+    // An id-only frame hands the client the pinned resume point before any event arrives: a client that
+    // drops before the first event resumes from here, not from "now" again, and misses nothing in between.
+    reply.raw.write(`: lanes events\nid: ${cursor}\n\n`);
     let lastWrite = Date.now();
     while (open) {
       try {

@@ -1,0 +1,75 @@
+import { isTerminalCardState, type EventType } from '@lanes/contracts';
+import type { LanesClient, StreamedEvent } from '@lanes/client';
+import { statusCommand } from './commands.js';
+
+type Print = (s: string) => void;
+
+/** One event as a line a person reads: time, lane, event, then whatever it is about. */
+export function formatEvent(e: StreamedEvent): string {
+  const about = [
+    e.cardId ? `card=${e.cardId}` : undefined,
+    e.slot ? `slot=${e.slot}` : undefined,
+    e.sandboxId ? `sandbox=${e.sandboxId}` : undefined,
+    ...Object.entries(e.data ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`),
+  ].filter((s) => s !== undefined);
+  return `${e.at}  ${e.lane}  ${e.type.padEnd(17)} ${about.join(' ')}`.trimEnd();
+}
+
+export interface TailOptions {
+  lane?: string;
+  cardId?: string;
+  signal: AbortSignal;
+  /** Where "reconnecting" notes go (stderr), so stdout stays one line per event. */
+  note: Print;
+}
+
+/** `lanes tail`: follows events until interrupted, re-opening the stream after a disconnect. */
+export async function tailCommand(client: LanesClient, options: TailOptions, print: Print): Promise<number> {
+  let opens = 0;
+  let dropped = false;
+  for await (const e of client.events({
+    ...(options.lane ? { lane: options.lane } : {}),
+    ...(options.cardId ? { cardId: options.cardId } : {}),
+    signal: options.signal,
+    onOpen: (after) => {
+      if (opens++ === 0) options.note(`following events${options.lane ? ` of lane ${options.lane}` : ''}${options.cardId ? ` of card ${options.cardId}` : ''} (Ctrl-C to stop)`);
+      else options.note(`reconnected, resuming after ${after ?? 'now'}`);
+      dropped = false;
+    },
+    onReconnect: (reason) => {
+      if (!dropped) options.note(`disconnected (${reason instanceof Error ? reason.message : String(reason)}); reconnecting`);
+      dropped = true;
+    },
+  })) {
+    print(formatEvent(e));
+  }
+  return 0;
+}
+
+const CARD_ENDS: ReadonlySet<EventType> = new Set<EventType>(['card.done', 'card.failed', 'card.cancelled']);
+
+/** `lanes status ID --watch`: the card's status, its events as they happen, and its status again once it has ended. */
+export async function watchCommand(client: LanesClient, id: string, signal: AbortSignal, print: Print): Promise<number> {
+  const card = await client.get(id);
+  if (isTerminalCardState(card.state)) return statusCommand(client, id, print);
+  print(`${id} is ${card.state}; following it until it ends (Ctrl-C to stop)`);
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const e of client.events({
+      cardId: id,
+      signal: stop.signal,
+      // The card may have ended between the first look and the stream opening: look again once it is open.
+      onOpen: () => void client.get(id).then((c) => isTerminalCardState(c.state) && stop.abort(), () => undefined),
+    })) {
+      print(formatEvent(e));
+      if (CARD_ENDS.has(e.type)) break;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+  if (signal.aborted) return 130;
+  print('');
+  return statusCommand(client, id, print);
+}

@@ -1,0 +1,12 @@
+export {
+  LanesClient,
+  REQUEST_TIMEOUT_MS,
+  EVENTS_RECONNECT_DELAY_MS,
+  type LanesClientOptions,
+  type EnqueueResult,
+  type BulkEnqueueResult,
+  type StreamedEvent,
+  type EventsOptions,
+} from './lanes-client.js';
+export { LanesApiError, LanesUnreachableError } from './client-errors.js';
+export { SseFrameParser, type SseFrame } from './sse-frames.js';

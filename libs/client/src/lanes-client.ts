@@ -1,0 +1,162 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ErrorBodySchema,
+  LaneEventSchema,
+  type BulkEnqueueResponse,
+  type CardInput,
+  type CardRecord,
+  type EnqueueResponse,
+  type LaneEvent,
+  type LaneStatus,
+} from '@lanes/contracts';
+import { LanesApiError, LanesUnreachableError } from './client-errors.js';
+import { SseFrameParser } from './sse-frames.js';
+
+/** A request that has had no answer for this long is given up: the API answers in milliseconds, so it is down or cut off. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** Pause before re-opening a dropped event stream: long enough not to spin on a restarting API, short enough to keep up. */
+export const EVENTS_RECONNECT_DELAY_MS = 500;
+
+export interface LanesClientOptions {
+  /** The API's base URL, e.g. http://127.0.0.1:3000. */
+  url: string;
+  /** A bearer token from LANES_API_TOKENS, when the API has any. */
+  token?: string;
+  timeoutMs?: number;
+}
+
+export type EnqueueResult = EnqueueResponse & { created: boolean };
+export type BulkEnqueueResult = BulkEnqueueResponse['cards'];
+/** An event as the stream carries it: its stream id is the resume point. */
+export type StreamedEvent = LaneEvent & { id: string };
+
+export interface EventsOptions {
+  /** Only this lane's events (filtered by the API). */
+  lane?: string;
+  /** Only this card's events (filtered here: the API filters by lane only). */
+  cardId?: string;
+  /** Resume after this event id; default: events from now on. */
+  since?: string;
+  /** Ends the iteration. Breaking out of the loop does too. */
+  signal?: AbortSignal;
+  reconnectDelayMs?: number;
+  /** Told each time the stream is open, with the id it resumes after (none on a first open from now). */
+  onOpen?: (resumedAfter: string | undefined) => void;
+  /** Told each time the stream dropped and is about to be re-opened, with why. */
+  onReconnect?: (reason: unknown) => void;
+}
+
+/** A typed client of the lanes API: cards, lanes and the event stream. */
+export class LanesClient {
+  constructor(private readonly options: LanesClientOptions) {}
+
+  /** Enqueues one card; `created` is false when a card with this id already exists (an idempotent re-post). */
+  async enqueue(card: CardInput): Promise<EnqueueResult> {
+    const { status, body } = await this.call<EnqueueResponse>('POST', '/v1/cards', card);
+    return { ...body, created: status === 202 };
+  }
+
+  /** Enqueues many cards at once: all are validated first, so either all are taken or none. */
+  async enqueueMany(cards: readonly CardInput[]): Promise<BulkEnqueueResult> {
+    return (await this.call<BulkEnqueueResponse>('POST', '/v1/cards', { cards })).body.cards;
+  }
+
+  async get(id: string): Promise<CardRecord> {
+    return (await this.call<CardRecord>('GET', `/v1/cards/${encodeURIComponent(id)}`)).body;
+  }
+
+  async cancel(id: string): Promise<EnqueueResponse> {
+    return (await this.call<EnqueueResponse>('POST', `/v1/cards/${encodeURIComponent(id)}/cancel`)).body;
+  }
+
+  async unblock(id: string, note?: string): Promise<EnqueueResponse> {
+    return (await this.call<EnqueueResponse>('POST', `/v1/cards/${encodeURIComponent(id)}/unblock`, note !== undefined ? { note } : {})).body;
+  }
+
+  async lanes(): Promise<LaneStatus[]> {
+    return (await this.call<{ lanes: LaneStatus[] }>('GET', '/v1/lanes')).body.lanes;
+  }
+
+  /**
+   * Follows the event stream until `signal` aborts or the loop breaks. A dropped connection or a
+   * restarted API is re-opened with `Last-Event-ID`, so no event is lost or repeated across it.
+   * An error the API will repeat (401, 400) ends the iteration with a LanesApiError.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<StreamedEvent, void, undefined> {
+    let lastId = options.since;
+    const query = options.lane ? `?lane=${encodeURIComponent(options.lane)}` : '';
+    while (!options.signal?.aborted) {
+      try {
+        const res = await this.send('GET', `/v1/events${query}`, undefined, { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, options.signal);
+        if (!res.ok) throw await toApiError(res);
+        options.onOpen?.(lastId);
+        const reader = res.body!.getReader();
+        const parser = new SseFrameParser();
+        const decoder = new TextDecoder();
+        try {
+          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+            for (const frame of parser.push(decoder.decode(chunk.value, { stream: true }))) {
+              // An id-only frame moves the resume point (the API pins "from now" with one).
+              if (frame.id) lastId = frame.id;
+              if (frame.data === undefined || !frame.id) continue;
+              const parsed = LaneEventSchema.safeParse(JSON.parse(frame.data));
+              if (!parsed.success) continue; // an event type newer than this client: skip, keep the stream
+              if (options.cardId && parsed.data.cardId !== options.cardId) continue;
+              yield { ...parsed.data, id: frame.id };
+            }
+          }
+        } finally {
+          await reader.cancel().catch(() => undefined);
+        }
+        options.onReconnect?.(new Error('the event stream ended'));
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        if (err instanceof LanesApiError && err.retry === 'permanent') throw err;
+        options.onReconnect?.(err);
+      }
+      try {
+        await sleep(options.reconnectDelayMs ?? EVENTS_RECONNECT_DELAY_MS, undefined, options.signal ? { signal: options.signal } : {});
+      } catch {
+        return; // aborted while waiting
+      }
+    }
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    const res = await this.send(method, path, body, {}, AbortSignal.timeout(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS));
+    if (!res.ok) throw await toApiError(res);
+    return { status: res.status, body: (await res.json()) as T };
+  }
+
+  private async send(method: string, path: string, body: unknown, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {
+    const url = `${this.options.url.replace(/\/$/, '')}${path}`;
+    try {
+      return await fetch(url, {
+        method,
+        headers: {
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      throw new LanesUnreachableError(url, err);
+    }
+  }
+}
+
+async function toApiError(res: Response): Promise<LanesApiError> {
+  const text = await res.text().catch(() => '');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = ErrorBodySchema.safeParse(json);
+  if (!parsed.success) return new LanesApiError(res.status, `HTTP_${res.status}`, text.slice(0, 200) || res.statusText);
+  const { code, message, issues } = parsed.data.error;
+  return new LanesApiError(res.status, code, message, issues);
+}

@@ -1,0 +1,130 @@
+import { isIP } from 'node:net';
+
+/**
+ * Where a callback may go. A card's callbackUrl is chosen by whoever posts the card, so without this
+ * the supervisor could be made to POST to its own metadata service or to anything on its private network.
+ */
+export type AddressKind = 'public' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified';
+
+/** A parsed address: family and value as one integer (IPv4-mapped IPv6 is read as the IPv4 it carries). */
+interface Ip {
+  family: 4 | 6;
+  value: bigint;
+}
+
+/** A LANES_CALLBACK_ALLOW entry: a hostname (matched exactly, case-insensitive) or a CIDR range (a bare IP is /32 or /128). */
+export type CallbackAllowRule = { kind: 'host'; host: string } | { kind: 'cidr'; family: 4 | 6; value: bigint; bits: number; text: string };
+
+function parseV4(text: string): bigint | undefined {
+  if (isIP(text) !== 4) return undefined;
+  return text.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
+}
+
+function parseV6(text: string): bigint | undefined {
+  if (isIP(text) !== 6) return undefined;
+  let head = text.split('%')[0]!;
+  // A dotted IPv4 tail (::ffff:1.2.3.4) is two 16-bit groups.
+  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(head);
+  if (tail) {
+    const v4 = parseV4(tail[1]!)!;
+    head = `${head.slice(0, -tail[1]!.length)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  }
+  const [left, right] = head.split('::') as [string, string | undefined];
+  const groups = (s: string) => (s === '' ? [] : s.split(':'));
+  const l = groups(left);
+  const r = right === undefined ? [] : groups(right);
+  const all = right === undefined ? l : [...l, ...Array<string>(8 - l.length - r.length).fill('0'), ...r];
+  return all.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+
+const MAPPED_PREFIX = 0xffffn << 32n;
+
+/** Parses an IP literal (brackets allowed); undefined for anything else, hostnames included. */
+export function parseIp(text: string): Ip | undefined {
+  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  const v4 = parseV4(bare);
+  if (v4 !== undefined) return { family: 4, value: v4 };
+  const v6 = parseV6(bare);
+  if (v6 === undefined) return undefined;
+  if (v6 >> 32n === 0xffffn) return { family: 4, value: v6 - MAPPED_PREFIX };
+  return { family: 6, value: v6 };
+}
+
+const inRange = (ip: Ip, family: 4 | 6, base: bigint, bits: number) => {
+  if (ip.family !== family) return false;
+  const shift = BigInt((family === 4 ? 32 : 128) - bits);
+  return ip.value >> shift === base >> shift;
+};
+
+/** Checked in order: the metadata addresses sit inside link-local and private ranges, so they come first. */
+const RANGES: ReadonlyArray<{ kind: Exclude<AddressKind, 'public'>; cidr: string }> = [
+  { kind: 'metadata', cidr: '169.254.169.254/32' },
+  { kind: 'metadata', cidr: 'fd00:ec2::254/128' },
+  { kind: 'unspecified', cidr: '0.0.0.0/8' },
+  { kind: 'unspecified', cidr: '::/128' },
+  { kind: 'loopback', cidr: '127.0.0.0/8' },
+  { kind: 'loopback', cidr: '::1/128' },
+  { kind: 'private', cidr: '10.0.0.0/8' },
+  { kind: 'private', cidr: '172.16.0.0/12' },
+  { kind: 'private', cidr: '192.168.0.0/16' },
+  // Carrier-grade NAT space is private to a provider's network, as reachable from inside as RFC 1918.
+  { kind: 'private', cidr: '100.64.0.0/10' },
+  { kind: 'private', cidr: 'fc00::/7' },
+  { kind: 'link-local', cidr: '169.254.0.0/16' },
+  { kind: 'link-local', cidr: 'fe80::/10' },
+];
+const PARSED_RANGES = RANGES.map((r) => ({ kind: r.kind, rule: parseCidr(r.cidr)! }));
+
+/** What kind of address an IP literal is; undefined when the text is not an IP. */
+export function classifyAddress(address: string): AddressKind | undefined {
+  const ip = parseIp(address);
+  if (!ip) return undefined;
+  const hit = PARSED_RANGES.find(({ rule }) => inRange(ip, rule.family, rule.value, rule.bits));
+  return hit?.kind ?? 'public';
+}
+
+function parseCidr(text: string): Extract<CallbackAllowRule, { kind: 'cidr' }> | undefined {
+  const [addr, bitsText, extra] = text.split('/');
+  if (extra !== undefined || addr === undefined) return undefined;
+  const ip = parseIp(addr);
+  if (!ip) return undefined;
+  const max = ip.family === 4 ? 32 : 128;
+  const bits = bitsText === undefined ? max : /^\d{1,3}$/.test(bitsText) ? Number(bitsText) : NaN;
+  if (!(bits >= 0 && bits <= max)) return undefined;
+  return { kind: 'cidr', family: ip.family, value: ip.value, bits, text };
+}
+
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/i;
+
+/** One LANES_CALLBACK_ALLOW entry, or an error message naming what is wrong with it. */
+export function parseAllowRule(text: string): CallbackAllowRule | { error: string } {
+  const entry = text.trim();
+  if (parseIp(entry.split('/')[0] ?? '') || entry.includes('/')) return parseCidr(entry) ?? { error: `"${entry}" is not a valid IP or CIDR range` };
+  if (HOSTNAME.test(entry)) return { kind: 'host', host: entry.toLowerCase() };
+  return { error: `"${entry}" is neither a hostname nor an IP or CIDR range` };
+}
+
+/** A hostname that names this machine without DNS: refused like a loopback literal. */
+const isLocalhostName = (host: string) => host === 'localhost' || host.endsWith('.localhost');
+
+export type CallbackTargetDecision = { action: 'allow'; reason: string } | { action: 'refuse'; kind: Exclude<AddressKind, 'public'>; reason: string };
+
+/**
+ * Whether a callback may go to `address` (an IP, or a hostname not yet resolved) reached through `host`.
+ * A hostname that is not localhost is allowed here: the delivery checks what it resolves to.
+ */
+export function evaluateCallbackTarget(host: string, address: string, allow: readonly CallbackAllowRule[]): CallbackTargetDecision {
+  // A trailing dot is the same name, fully qualified: `localhost.` must not slip past `localhost`.
+  const name = host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  if (allow.some((r) => r.kind === 'host' && r.host === name)) return { action: 'allow', reason: `${address} reached as ${name}, which is in LANES_CALLBACK_ALLOW` };
+  const ip = parseIp(address);
+  if (!ip) {
+    if (isLocalhostName(address.toLowerCase().replace(/\.$/, ''))) return { action: 'refuse', kind: 'loopback', reason: `${address} is this machine (loopback); set LANES_CALLBACK_ALLOW to allow it` };
+    return { action: 'allow', reason: `${address} is a hostname; checked again after resolution` };
+  }
+  const kind = classifyAddress(address)!;
+  if (kind === 'public') return { action: 'allow', reason: `${address} is a public address` };
+  const rule = allow.find((r) => r.kind === 'cidr' && inRange(ip, r.family, r.value, r.bits));
+  if (rule && rule.kind === 'cidr') return { action: 'allow', reason: `${address} is ${kind} but in LANES_CALLBACK_ALLOW (${rule.text})` };
+  return { action: 'refuse', kind, reason: `${address} is a ${kind} address; set LANES_CALLBACK_ALLOW to allow it` };
+}
