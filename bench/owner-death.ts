@@ -77,8 +77,12 @@ try {
   console.log(`\n### Owner death (${ROUNDS} rounds, isolation ${ISOLATION})\n`);
   console.log('| measurement | p50 | p95 |\n|---|---|---|');
   for (const [name, p50, p95] of rows) console.log(`| ${name} | ${p50.toFixed(0)} ms | ${p95.toFixed(0)} ms |`);
-  console.log(`\nratio (gone p95 / baseline p95): ${(pct(gones, 95) / Math.max(1, pct(exits, 95))).toFixed(1)}×; target p95 ≤ ${TARGET_MS} ms: ${pct(gones, 95) <= TARGET_MS ? 'met' : 'MISSED'}`);
-  console.log(`BENCH_JSON ${JSON.stringify({ rounds: ROUNDS, isolation: ISOLATION, exitP50Ms: pct(exits, 50), exitP95Ms: pct(exits, 95), goneP50Ms: pct(gones, 50), goneP95Ms: pct(gones, 95) })}`);
+  console.log(
+    `\nratio (gone p95 / baseline p95): ${(pct(gones, 95) / Math.max(1, pct(exits, 95))).toFixed(1)}×; target p95 ≤ ${TARGET_MS} ms: ${pct(gones, 95) <= TARGET_MS ? 'met' : 'MISSED'}`,
+  );
+  console.log(
+    `BENCH_JSON ${JSON.stringify({ rounds: ROUNDS, isolation: ISOLATION, exitP50Ms: pct(exits, 50), exitP95Ms: pct(exits, 95), goneP50Ms: pct(gones, 50), goneP95Ms: pct(gones, 95) })}`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -73,7 +73,14 @@ describe('graceful shutdown', () => {
     t = await startTestStack(
       redis.url,
       [
-        { name: 'stuck', slots: 1, agent: [process.execPath, DEMO_AGENT], faults: { createFailures: 1_000 }, breaker: { failureThreshold: 100, windowMs: 60_000, openMs: 60_000 }, respawn: { baseDelayMs: RESPAWN_BACKOFF_MS, maxDelayMs: RESPAWN_BACKOFF_MS, windowMs: 600_000 } },
+        {
+          name: 'stuck',
+          slots: 1,
+          agent: [process.execPath, DEMO_AGENT],
+          faults: { createFailures: 1_000 },
+          breaker: { failureThreshold: 100, windowMs: 60_000, openMs: 60_000 },
+          respawn: { baseDelayMs: RESPAWN_BACKOFF_MS, maxDelayMs: RESPAWN_BACKOFF_MS, windowMs: 600_000 },
+        },
       ],
       { wrap: counting },
     );

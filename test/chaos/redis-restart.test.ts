@@ -38,7 +38,10 @@ describe('chaos: Redis restart mid-card', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const ledgerLines = (line: string) => readFileSync(ledger, 'utf8').split('\n').filter((l) => l === line).length;
+  const ledgerLines = (line: string) =>
+    readFileSync(ledger, 'utf8')
+      .split('\n')
+      .filter((l) => l === line).length;
 
   it('loses no card and completes none twice', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'rr-1', lane: 'rr', title: 'survives redis', metadata: { sleepMs: 1_500 } });

@@ -49,6 +49,8 @@ describe('chaos: worker kill -9 mid-card', () => {
     const job = await t.stack.api!.queues.job('crash-1', 'crash');
     expect(await job?.getState()).toBe('completed');
     // The sandbox the dead worker left behind is reaped by id: no process of it is left.
-    await waitFor('the dead worker sandbox to be reaped', () => sandboxMembers(first.sandboxId!).length === 0 && !existsSync(join(sandboxDir, first.sandboxId!)), { timeoutMs: 10_000 });
+    await waitFor('the dead worker sandbox to be reaped', () => sandboxMembers(first.sandboxId!).length === 0 && !existsSync(join(sandboxDir, first.sandboxId!)), {
+      timeoutMs: 10_000,
+    });
   }, 60_000);
 });

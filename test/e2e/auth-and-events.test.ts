@@ -9,10 +9,14 @@ describe('auth and the event stream', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    t = await startTestStack(redis.url, [
-      { name: 'auth-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
-      { name: 'other-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
-    ], { tokens: [token, 'second-token'] });
+    t = await startTestStack(
+      redis.url,
+      [
+        { name: 'auth-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+        { name: 'other-lane', slots: 1, agent: [process.execPath, DEMO_AGENT] },
+      ],
+      { tokens: [token, 'second-token'] },
+    );
   });
   afterAll(async () => {
     await t?.stop();

@@ -23,23 +23,33 @@ const SECRET = 'callback-secret-for-tests';
 function board(host = '127.0.0.1'): Promise<{ server: Server; url: string; port: number; received: Received[] }> {
   const received: Received[] = [];
   let flakyCalls = 0;
-  const read = (req: IncomingMessage) => new Promise<string>((resolve) => {
-    let data = '';
-    req.on('data', (c: Buffer) => (data += c.toString()));
-    req.on('end', () => resolve(data));
-  });
+  const read = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let data = '';
+      req.on('data', (c: Buffer) => (data += c.toString()));
+      req.on('end', () => resolve(data));
+    });
   const server = createServer((req, res) => {
     void read(req).then((raw) => {
       if (req.url === '/flaky' && ++flakyCalls <= 2) res.statusCode = 503;
       if (req.url === '/gone') res.statusCode = 410;
-      received.push({ path: req.url ?? '', status: res.statusCode, event: String(req.headers['x-lanes-event']), signature: req.headers['x-lanes-signature'] as string | undefined, raw, body: JSON.parse(raw) });
+      received.push({
+        path: req.url ?? '',
+        status: res.statusCode,
+        event: String(req.headers['x-lanes-event']),
+        signature: req.headers['x-lanes-signature'] as string | undefined,
+        raw,
+        body: JSON.parse(raw),
+      });
       res.end();
     });
   });
-  return new Promise((resolve) => server.listen(0, host, () => {
-    const port = (server.address() as { port: number }).port;
-    resolve({ server, url: `http://${host}:${port}`, port, received });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, host, () => {
+      const port = (server.address() as { port: number }).port;
+      resolve({ server, url: `http://${host}:${port}`, port, received });
+    }),
+  );
 }
 
 /** The boards here are on loopback, so the stack allows exactly 127.0.0.1; every other inward address stays refused. */
@@ -148,11 +158,21 @@ describe('card callbacks', () => {
     'http://[::ffff:127.0.0.2]/hook',
     'http://[fd00:ec2::254]/hook',
   ])('refuses a card whose callbackUrl %s points inward, naming the field', async (callbackUrl) => {
-    const one = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', { id: 'cb-inward', lane: 'cb', title: 'x', callbackUrl });
+    const one = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', {
+      id: 'cb-inward',
+      lane: 'cb',
+      title: 'x',
+      callbackUrl,
+    });
     expect(one.status).toBe(400);
     expect(one.body.error.code).toBe('CARD_INVALID');
     expect(one.body.error.issues).toEqual([{ path: 'callbackUrl', message: expect.stringContaining('LANES_CALLBACK_ALLOW') }]);
-    const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', { cards: [{ id: 'cb-ok', lane: 'cb', title: 'x' }, { id: 'cb-inward', lane: 'cb', title: 'x', callbackUrl }] });
+    const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
+      cards: [
+        { id: 'cb-ok', lane: 'cb', title: 'x' },
+        { id: 'cb-inward', lane: 'cb', title: 'x', callbackUrl },
+      ],
+    });
     expect(bulk.status).toBe(400);
     expect(bulk.body.error.issues.map((i) => i.path)).toEqual(['cards.1.callbackUrl']);
     // All or nothing: the valid card in the refused batch was not taken either.
@@ -160,7 +180,9 @@ describe('card callbacks', () => {
   });
 
   it('does not deliver to a hostname that resolves inward, and logs callback.refused with the address', async () => {
-    await t.api.request('POST', '/v1/cards', { id: 'cb-dns', lane: 'cb', title: 'rebound', callbackUrl: `http://${INWARD_HOST}:${inward.port}/hook` }).then((r) => expect(r.status).toBe(202));
+    await t.api
+      .request('POST', '/v1/cards', { id: 'cb-dns', lane: 'cb', title: 'rebound', callbackUrl: `http://${INWARD_HOST}:${inward.port}/hook` })
+      .then((r) => expect(r.status).toBe(202));
     await t.api.waitCard('cb-dns', 'done', (c) => c.state === 'done');
     const refused = await waitFor('the callback.refused log', () => logLines.find((l) => l.event === 'callback.refused' && l.cardId === 'cb-dns'));
     expect(refused).toMatchObject({ address: '127.0.0.2', lane: 'cb', type: 'card.done' });

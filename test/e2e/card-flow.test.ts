@@ -12,9 +12,7 @@ describe('card flow on the embedded default', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    t = await startTestStack(redis.url, [
-      { name: 'demo', slots: 2, agent: [process.execPath, DEMO_AGENT], attempts: 2, commandTimeoutMs: 30_000, killGraceMs: 200 },
-    ]);
+    t = await startTestStack(redis.url, [{ name: 'demo', slots: 2, agent: [process.execPath, DEMO_AGENT], attempts: 2, commandTimeoutMs: 30_000, killGraceMs: 200 }]);
   });
   afterAll(async () => {
     await t?.stop();
@@ -80,7 +78,10 @@ describe('card flow on the embedded default', () => {
     expect(unknownLane.body.error.issues[0]!.path).toBe('lane');
 
     const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
-      cards: [{ lane: 'demo', title: 'ok' }, { lane: 'demo', title: 'bad', id: 'has:colon' }],
+      cards: [
+        { lane: 'demo', title: 'ok' },
+        { lane: 'demo', title: 'bad', id: 'has:colon' },
+      ],
     });
     expect(bulk.status).toBe(400);
     expect(bulk.body.error.issues.map((i) => i.path)).toContain('cards.1.id');
@@ -242,12 +243,19 @@ describe('card ids across lanes', () => {
 
   it('refuses an existing id posted for another lane with 409 naming the lane, single or bulk', async () => {
     expect((await t.api.request('POST', '/v1/cards', { id: 'shared-id', lane: 'left', title: 'first' })).status).toBe(202);
-    const single = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', { id: 'shared-id', lane: 'right', title: 'second' });
+    const single = await t.api.request<{ error: { code: string; issues: Array<{ path: string; message: string }> } }>('POST', '/v1/cards', {
+      id: 'shared-id',
+      lane: 'right',
+      title: 'second',
+    });
     expect(single.status).toBe(409);
     expect(single.body.error.code).toBe('CARD_CONFLICT');
     expect(single.body.error.issues).toEqual([{ path: 'lane', message: 'card shared-id already exists on lane "left"' }]);
     const bulk = await t.api.request<{ error: { issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
-      cards: [{ id: 'fresh-id', lane: 'right', title: 'ok' }, { id: 'shared-id', lane: 'right', title: 'clash' }],
+      cards: [
+        { id: 'fresh-id', lane: 'right', title: 'ok' },
+        { id: 'shared-id', lane: 'right', title: 'clash' },
+      ],
     });
     expect(bulk.status).toBe(409);
     expect(bulk.body.error.issues.map((i) => i.path)).toEqual(['cards.1.lane']);

@@ -103,7 +103,13 @@ describe('the lanes command', () => {
     await t.api.request('POST', '/v1/cards', { id: 'cli-watch', lane: 'cli', title: 'watched', metadata: { needsHuman: 'go?' } });
     await t.api.waitCard('cli-watch', 'blocked', (c) => c.state === 'blocked');
     const out: string[] = [];
-    const watching = main(['status', 'cli-watch', '--watch'], env, (s) => out.push(s), new AbortController().signal, () => undefined);
+    const watching = main(
+      ['status', 'cli-watch', '--watch'],
+      env,
+      (s) => out.push(s),
+      new AbortController().signal,
+      () => undefined,
+    );
     await waitFor('the watch to start', () => out.some((l) => l.includes('following it until it ends')));
     await t.api.request('POST', '/v1/cards/cli-watch/cancel');
     expect(await watching).toBe(0);
@@ -112,15 +118,32 @@ describe('the lanes command', () => {
     expect(text).toMatch(/^cli-watch\s+cli\s+cancelled\s/m);
   });
 
-  it('tail --lane prints a card\'s lifecycle down to done, and resumes after the API restarts under it', async () => {
+  it("tail --lane prints a card's lifecycle down to done, and resumes after the API restarts under it", async () => {
     // An API of its own on the stack's Redis, which the test stops and starts again on the same port.
     const port = await freePort();
-    const startApi = () => startStack({ redisUrl: redis.url, lanes: t.lanes, log: testLog(), providerFor: () => { throw new Error('api only'); }, providers: [], port, parts: { api: true, worker: false, supervisor: false } });
+    const startApi = () =>
+      startStack({
+        redisUrl: redis.url,
+        lanes: t.lanes,
+        log: testLog(),
+        providerFor: () => {
+          throw new Error('api only');
+        },
+        providers: [],
+        port,
+        parts: { api: true, worker: false, supervisor: false },
+      });
     let api: Stack = await startApi();
     const lines: string[] = [];
     const notes: string[] = [];
     const controller = new AbortController();
-    const tailing = main(['tail', '--lane', 'cli'], { LANES_API_URL: `http://127.0.0.1:${port}` }, (s) => lines.push(s), controller.signal, (s) => notes.push(s));
+    const tailing = main(
+      ['tail', '--lane', 'cli'],
+      { LANES_API_URL: `http://127.0.0.1:${port}` },
+      (s) => lines.push(s),
+      controller.signal,
+      (s) => notes.push(s),
+    );
     try {
       await waitFor('tail to follow', () => notes.some((n) => n.startsWith('following events of lane cli')));
       await t.api.request('POST', '/v1/cards', { id: 'cli-tail-1', lane: 'cli', title: 'tailed' });

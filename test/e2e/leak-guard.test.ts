@@ -68,7 +68,12 @@ describe('leak guard', () => {
     sandboxes.push(outside);
     const commands = [inRun, outside].map((s) => s.exec(['sleep', '60']).catch(() => undefined));
 
-    const listedSandboxPids = () => new Set(runProcesses(runId!).filter((p) => p.kind === 'sandbox').map((p) => p.pid));
+    const listedSandboxPids = () =>
+      new Set(
+        runProcesses(runId!)
+          .filter((p) => p.kind === 'sandbox')
+          .map((p) => p.pid),
+      );
     const inRunPids = await waitFor('the in-run sandbox command to start', () => {
       const pids = sandboxMembers(inRun.id);
       return pids.length >= 2 ? pids : undefined;

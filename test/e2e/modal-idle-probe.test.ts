@@ -44,7 +44,9 @@ describe('a hung idle poll on Modal (real SDK, local server)', () => {
 
     // The other slot's sandbox dies between cards: its own idle probe still finds it, and it is replaced.
     server.killSandbox(healthy!);
-    await waitFor('the dead sandbox to be replaced', async () => (await slots()).some((s) => s.sandbox?.state === 'live' && s.sandbox.id !== hung && s.sandbox.id !== healthy), { timeoutMs: 10_000 });
+    await waitFor('the dead sandbox to be replaced', async () => (await slots()).some((s) => s.sandbox?.state === 'live' && s.sandbox.id !== hung && s.sandbox.id !== healthy), {
+      timeoutMs: 10_000,
+    });
 
     // Shutdown completes while the hung poll is still held by the server.
     await t.stack.worker!.stop();

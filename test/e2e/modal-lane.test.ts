@@ -45,8 +45,7 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
         },
       ],
       {
-        wrap: () =>
-          new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
+        wrap: () => new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
       },
     );
   });
@@ -159,10 +158,14 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     await waitFor('the lane to read outage', async () => (await laneNamed('modal-breaker')).outage);
     const done = await t.api.waitCard('b-1', 'done', (c) => c.state === 'done', 30_000);
     // Only a canary closes the breaker: the idle one on the live sandbox, on the breaker's own schedule.
-    await waitFor('the breaker to close and the outage flag to clear', async () => {
-      const lane = await laneNamed('modal-breaker');
-      return lane.breaker.state === 'closed' && !lane.outage;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      'the breaker to close and the outage flag to clear',
+      async () => {
+        const lane = await laneNamed('modal-breaker');
+        return lane.breaker.state === 'closed' && !lane.outage;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(done).toMatchObject({ sandboxId, attempts: 1 });
     // The only canaries the router ran since the faults were idle canaries on the live sandbox.
     expect(execsSince(sandboxId, 'lanes-canary', since)).not.toHaveLength(0);
@@ -193,10 +196,14 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     await t.api.waitCard('m-5', 'blocked (sandbox-dead)', (c) => c.state === 'blocked' && c.blockedReason === 'sandbox-dead');
     server.faults.fail('ModalClient', { forMs: 20_000 });
     for (const id of ['m-6', 'm-7']) await t.api.request('POST', '/v1/cards', { id, lane: 'modal-lane', title: id });
-    await waitFor('the breaker to open and the lane to read outage', async () => {
-      const lane = (await t.api.lanes())[0]!;
-      return lane.breaker.state === 'open' && lane.outage;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      'the breaker to open and the lane to read outage',
+      async () => {
+        const lane = (await t.api.lanes())[0]!;
+        return lane.breaker.state === 'open' && lane.outage;
+      },
+      { timeoutMs: 20_000 },
+    );
     await t.api.waitCard('m-6', 'blocked (provider-outage)', (c) => c.state === 'blocked' && c.blockedReason === 'provider-outage', 20_000);
     for (const id of ['m-5', 'm-6', 'm-7']) await t.api.waitCard(id, 'done', (c) => c.state === 'done', 90_000);
     await waitFor('the outage flag to clear', async () => !(await t.api.lanes())[0]!.outage);

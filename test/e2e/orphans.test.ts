@@ -44,8 +44,19 @@ describe('a worker SIGKILLed mid-card', () => {
 
   it('takes its sandboxes and their agents down with it; the supervisor reaps only a leftover the death did not end', async () => {
     const sandboxDir = join(dir, 'sandboxes');
-    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOCK_DURATION_MS: String(LOCK_DURATION_MS) } });
-    t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: true, worker: false }, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, lockDurationMs: LOCK_DURATION_MS, sandboxDir });
+    worker = spawnWorker({
+      dir,
+      redisUrl: redis.url,
+      sandboxDir,
+      lanes: [lane],
+      env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOCK_DURATION_MS: String(LOCK_DURATION_MS) },
+    });
+    t = await startTestStack(redis.url, [lane], {
+      parts: { api: true, supervisor: true, worker: false },
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+      lockDurationMs: LOCK_DURATION_MS,
+      sandboxDir,
+    });
     for (const id of ['orph-1', 'orph-2']) await t.api.request('POST', '/v1/cards', { id, lane: 'orph', title: 'long card', metadata: { sleepMs: 60_000 } });
     const running = await Promise.all(['orph-1', 'orph-2'].map((id) => t!.api.waitCard(id, 'running', (c) => c.state === 'running' && Boolean(c.sandboxId))));
     const sandboxIds = running.map((c) => c.sandboxId!);
@@ -72,7 +83,7 @@ describe('a worker SIGKILLed mid-card', () => {
     await worker.crash();
     // How fast they end (DESIGN rule 6: within 1 s) is a benchmark's figure; here they end on their own,
     // before the supervisor reaps anything (asserted below: it reaps only the leftover).
-    await waitFor('no process of the dead worker\'s sandboxes to be left', () => sandboxIds.every((id) => sandboxMembers(id).length === 0), { intervalMs: 10 });
+    await waitFor("no process of the dead worker's sandboxes to be left", () => sandboxIds.every((id) => sandboxMembers(id).length === 0), { intervalMs: 10 });
 
     const conn = new Redis(redis.url);
     try {
@@ -89,7 +100,7 @@ describe('a worker SIGKILLed mid-card', () => {
       await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.beats())));
       expect((await fleet.slots('orph')).some((s) => s.worker === owner)).toBe(false);
       expect((await t.api.lanes())[0]!.slots).toEqual([]);
-      await waitFor('the dead sandboxes\' directories to be removed', () => sandboxIds.every((id) => !existsSync(join(sandboxDir, id))));
+      await waitFor("the dead sandboxes' directories to be removed", () => sandboxIds.every((id) => !existsSync(join(sandboxDir, id))));
     } finally {
       conn.disconnect();
     }

@@ -73,8 +73,20 @@ describe('supervisor reaping with a misbehaving provider', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOCK_DURATION_MS: String(LOCK_DURATION_MS) } });
-    t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: true, worker: false }, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, lockDurationMs: LOCK_DURATION_MS, sandboxDir, providers: [provider] });
+    worker = spawnWorker({
+      dir,
+      redisUrl: redis.url,
+      sandboxDir,
+      lanes: [lane],
+      env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS), LANES_LOCK_DURATION_MS: String(LOCK_DURATION_MS) },
+    });
+    t = await startTestStack(redis.url, [lane], {
+      parts: { api: true, supervisor: true, worker: false },
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+      lockDurationMs: LOCK_DURATION_MS,
+      sandboxDir,
+      providers: [provider],
+    });
     const owner = await waitFor('the supervisor to judge the worker alive', async () => {
       const s = (await t!.api.lanes())[0]!.slots;
       return s.length === 1 && s[0]!.workerLiveness === 'alive' ? s[0]!.worker : undefined;
@@ -100,7 +112,9 @@ describe('supervisor reaping with a misbehaving provider', () => {
       expect(owner in (await fleet.beats())).toBe(true);
 
       faults.listFails = false;
-      const reaped = await waitFor('the leftover to be reaped', async () => (await new EventLog(conn).recent(200)).find((e) => e.type === 'sandbox.reaped' && e.sandboxId === leftover.id));
+      const reaped = await waitFor('the leftover to be reaped', async () =>
+        (await new EventLog(conn).recent(200)).find((e) => e.type === 'sandbox.reaped' && e.sandboxId === leftover.id),
+      );
       expect(reaped.data?.owner).toBe(owner);
       // The first terminate was refused; the next sweep tried again.
       expect(faults.terminated.filter((id) => id === leftover.id)).toHaveLength(2);

@@ -119,7 +119,11 @@ describe('supervision end to end: dead, not down', () => {
         "const skill = fs.readFileSync(p.join(w, 'skills/hello.txt'), 'utf8') + '/' + fs.readFileSync(p.join(w, 'skills/deep/n.txt'), 'utf8');",
         "fs.writeFileSync(p.join(process.env.LANES_OUTPUT_DIR, 'result.json'), JSON.stringify({ skill, workdir: w }));",
       ].join('\n');
-      const { api } = await start({ name: 'files', slots: 1, agent: [process.execPath, '-e', reader], files: [{ from: 'skills', to: 'skills' }], respawn: fastRespawn }, false, base);
+      const { api } = await start(
+        { name: 'files', slots: 1, agent: [process.execPath, '-e', reader], files: [{ from: 'skills', to: 'skills' }], respawn: fastRespawn },
+        false,
+        base,
+      );
       await api.request('POST', '/v1/cards', { id: 'f-1', lane: 'files', title: 'read the skill' });
       const first = await api.waitCard('f-1', 'done', (c) => c.state === 'done');
       expect(first.result).toMatchObject({ skill: 'hello from the host/42' });

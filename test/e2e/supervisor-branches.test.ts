@@ -27,7 +27,7 @@ describe('supervisor branches end to end', () => {
     await redis?.stop();
   });
 
-  it("the re-drive sweep: a card left blocked (sandbox-dead) by a worker that died before re-driving it runs again once the lane has a live slot", async () => {
+  it('the re-drive sweep: a card left blocked (sandbox-dead) by a worker that died before re-driving it runs again once the lane has a live slot', async () => {
     t = await startTestStack(redis.url, [{ name: 'sweep', slots: 1, agent }]);
     await waitFor('a live slot', async () => (await t!.api.lanes())[0]!.slots[0]?.sandbox?.state === 'live');
     // What a worker that died between "blocked" and its re-drive leaves behind: the card blocked,
@@ -38,7 +38,11 @@ describe('supervisor branches end to end', () => {
     try {
       await store.create(card);
       await queue.add('sweep', card, { ...jobOptions(card, { attempts: 3 }), delay: 3_600_000 });
-      const moved = await store.transition(card, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', message: 'sandbox died; its worker died too', retryAt: Date.now() + 3_600_000 }, { kind: 'board' });
+      const moved = await store.transition(
+        card,
+        { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', message: 'sandbox died; its worker died too', retryAt: Date.now() + 3_600_000 },
+        { kind: 'board' },
+      );
       expect(moved.ok).toBe(true);
       const done = await t.api.waitCard(card.id, 'done, re-driven by the sweep', (c) => c.state === 'done', 20_000);
       expect(done.history.some((h) => h.state === 'queued' && (h.message ?? '').startsWith('re-driven by supervisor sweep'))).toBe(true);

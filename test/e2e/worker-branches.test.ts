@@ -71,7 +71,12 @@ describe('worker branches end to end', () => {
 
   it('a card already finished when a worker picks up its job: done completes the job, failed fails it, and neither runs again', async () => {
     const { api } = await start({ name: 'finished', slots: 1, agent, attempts: 1, respawn: fastRespawn });
-    await api.request('POST', '/v1/cards', { cards: [{ id: 'fin-done', lane: 'finished', title: 'fine' }, { id: 'fin-failed', lane: 'finished', title: 'fails', metadata: { fail: 'on purpose' } }] });
+    await api.request('POST', '/v1/cards', {
+      cards: [
+        { id: 'fin-done', lane: 'finished', title: 'fine' },
+        { id: 'fin-failed', lane: 'finished', title: 'fails', metadata: { fail: 'on purpose' } },
+      ],
+    });
     const done = await api.waitCard('fin-done', 'done', (c) => c.state === 'done');
     const failed = await api.waitCard('fin-failed', 'failed', (c) => c.state === 'failed');
     const queue = new Queue('finished', { connection: conn, prefix: QUEUE_PREFIX });
@@ -81,10 +86,11 @@ describe('worker branches end to end', () => {
         await (await queue.getJob(id))?.remove();
         await queue.add('finished', { id, lane: 'finished', title: 'again' }, { jobId: id, attempts: 1 });
       }
-      const settled = async (id: string) => waitFor(`job ${id} to settle`, async () => {
-        const state = await (await queue.getJob(id))?.getState();
-        return state === 'completed' || state === 'failed' ? state : undefined;
-      });
+      const settled = async (id: string) =>
+        waitFor(`job ${id} to settle`, async () => {
+          const state = await (await queue.getJob(id))?.getState();
+          return state === 'completed' || state === 'failed' ? state : undefined;
+        });
       expect(await settled('fin-done')).toBe('completed');
       expect((await queue.getJob('fin-done'))!.returnvalue).toEqual(done.result);
       expect(await settled('fin-failed')).toBe('failed');
@@ -135,7 +141,16 @@ describe('worker branches end to end', () => {
     t = await startTestStack(
       redis.url,
       // Every command, the canary included, answers a bare exit 1 until the plan is cleared.
-      [{ name: 'canary', slots: 1, agent, respawn: { baseDelayMs: 200, maxDelayMs: 400, windowMs: 60_000 }, breaker: { failureThreshold: 100, windowMs: 60_000, openMs: 60_000 }, faults: { bareExit1Every: 1, bareExit1Mode: 'live' } }],
+      [
+        {
+          name: 'canary',
+          slots: 1,
+          agent,
+          respawn: { baseDelayMs: 200, maxDelayMs: 400, windowMs: 60_000 },
+          breaker: { failureThreshold: 100, windowMs: 60_000, openMs: 60_000 },
+          faults: { bareExit1Every: 1, bareExit1Mode: 'live' },
+        },
+      ],
       { wrap: (p) => recording((faulty = p as FaultyProvider)) },
     );
     const { api } = t;

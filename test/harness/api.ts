@@ -40,7 +40,9 @@ export function apiClient(baseUrl: string, token?: string) {
           { timeoutMs, intervalMs: 50 },
         );
       } catch (err) {
-        throw new Error(`${(err as Error).message}; last seen: ${JSON.stringify(last && { state: last.state, blockedReason: last.blockedReason, history: last.history.map((h) => `${h.state}${h.blockedReason ? `(${h.blockedReason})` : ''}:${h.message ?? ''}`) })}`);
+        throw new Error(
+          `${(err as Error).message}; last seen: ${JSON.stringify(last && { state: last.state, blockedReason: last.blockedReason, history: last.history.map((h) => `${h.state}${h.blockedReason ? `(${h.blockedReason})` : ''}:${h.message ?? ''}`) })}`,
+        );
       }
     },
   };

@@ -17,7 +17,10 @@ describe('harness: startRedis', () => {
   afterEach(async () => {
     for (const r of started.splice(0).reverse()) await r.stop().catch(() => undefined);
   });
-  const track = (r: TestRedis) => (started.push(r), r);
+  const track = (r: TestRedis) => {
+    started.push(r);
+    return r;
+  };
 
   it('is ready only as its own child: alive, and answering INFO with its pid; a restart checks the same', async () => {
     const redis = track(await startRedis({ appendonly: true }));
@@ -32,7 +35,7 @@ describe('harness: startRedis', () => {
     expect(await redisIdentity(redis.port)).toMatchObject({ pid: redis.pid, port: redis.port });
   });
 
-  it("fails to start on a port another redis-server holds, instead of sharing it, and leaves that one alone", async () => {
+  it('fails to start on a port another redis-server holds, instead of sharing it, and leaves that one alone', async () => {
     const other = track(await startRedis());
     await expect(startRedis({ port: other.port })).rejects.toThrow(/exited|another redis-server/);
     expect(alive(other.pid!)).toBe(true);

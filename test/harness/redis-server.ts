@@ -27,13 +27,25 @@ const IDENTITY_PROBE_TIMEOUT_MS = 1_000;
  * when nothing (or nothing that is Redis) answers.
  */
 export async function redisIdentity(port: number): Promise<{ pid: number; port: number; dir: string } | undefined> {
-  const conn = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: IDENTITY_PROBE_TIMEOUT_MS });
+  const conn = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+    connectTimeout: IDENTITY_PROBE_TIMEOUT_MS,
+  });
   conn.on('error', () => undefined);
   try {
     await conn.connect();
     const info = await conn.info('server');
     const dir = (await conn.config('GET', 'dir')) as string[];
-    const field = (name: string) => info.split('\r\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1);
+    const field = (name: string) =>
+      info
+        .split('\r\n')
+        .find((l) => l.startsWith(`${name}:`))
+        ?.slice(name.length + 1);
     return { pid: Number(field('process_id')), port: Number(field('tcp_port')), dir: dir[1] ?? '' };
   } catch {
     return undefined;
@@ -72,15 +84,19 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
       exited = new Error(`redis-server (pid ${c.pid}) on ${port} exited with ${signal ?? code}${stderr ? `: ${stderr.trim()}` : ''}`);
       if (!expectingExit && child === c) unexpectedExit ??= exited;
     });
-    await waitFor(`redis-server pid ${c.pid} to answer on ${port} as itself`, async () => {
-      if (exited) throw Object.assign(exited, { fatal: true });
-      const id = await redisIdentity(port);
-      if (!id) return false;
-      if (id.pid !== c.pid || id.port !== port || id.dir !== dir) {
-        throw Object.assign(new Error(`port ${port} is answered by another redis-server (pid ${id.pid}, dir ${id.dir}), not pid ${c.pid}`), { fatal: true });
-      }
-      return true;
-    }, { abortOn: (err) => (err as { fatal?: boolean }).fatal === true });
+    await waitFor(
+      `redis-server pid ${c.pid} to answer on ${port} as itself`,
+      async () => {
+        if (exited) throw Object.assign(exited, { fatal: true });
+        const id = await redisIdentity(port);
+        if (!id) return false;
+        if (id.pid !== c.pid || id.port !== port || id.dir !== dir) {
+          throw Object.assign(new Error(`port ${port} is answered by another redis-server (pid ${id.pid}, dir ${id.dir}), not pid ${c.pid}`), { fatal: true });
+        }
+        return true;
+      },
+      { abortOn: (err) => (err as { fatal?: boolean }).fatal === true },
+    );
     // It exited before it could bind: not ready, whatever waitFor saw last.
     if (exited) throw exited;
   };

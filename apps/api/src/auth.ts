@@ -40,5 +40,8 @@ export function createAuthHook(tokens: readonly string[]) {
 
 /** LANES_API_TOKENS: comma-separated; empty or unset means open (local use only). */
 export function parseTokens(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+  return (raw ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
 }

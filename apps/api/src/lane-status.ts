@@ -31,9 +31,7 @@ export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> 
       ]);
       const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length };
       for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
-      const live = slots
-        .map((s) => ({ ...s, workerLiveness: livenessOf(verdicts, s.worker) }))
-        .filter((s) => s.workerLiveness !== 'gone');
+      const live = slots.map((s) => ({ ...s, workerLiveness: livenessOf(verdicts, s.worker) })).filter((s) => s.workerLiveness !== 'gone');
       const desired = desiredSlots(
         {
           waiting: (jobCounts.waiting ?? 0) + (jobCounts.prioritized ?? 0),

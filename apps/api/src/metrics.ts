@@ -26,27 +26,27 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
   const scrapeOk = new Gauge({ name: 'lanes_scrape_ok', help: '1 when lane state could be read from Redis', registers: [registry] });
   // prom-client serializes metrics concurrently, so one refresh before serializing keeps them consistent.
   async function refresh(): Promise<void> {
-      try {
-        const lanes = await laneStatuses(deps);
-        jobs.reset();
-        slots.reset();
-        let wanted = 0;
-        for (const lane of lanes) {
-          const perWorker = deps.lanes.find((l) => l.name === lane.name)?.slots ?? 1;
-          wanted = Math.max(wanted, desiredWorkers(lane.desiredSlots, perWorker).desired);
-          for (const [state, n] of Object.entries(lane.counts)) jobs.set({ lane: lane.name, state }, n);
-          const bySandbox = new Map<string, number>();
-          for (const s of lane.slots) bySandbox.set(s.sandbox?.state ?? 'none', (bySandbox.get(s.sandbox?.state ?? 'none') ?? 0) + 1);
-          for (const [state, n] of bySandbox) slots.set({ lane: lane.name, state }, n);
-          desired.set({ lane: lane.name }, lane.desiredSlots);
-          breaker.set({ lane: lane.name }, lane.breaker.state === 'closed' ? 0 : 1);
-          outage.set({ lane: lane.name }, lane.outage ? 1 : 0);
-        }
-        workers.set(wanted);
-        scrapeOk.set(1);
-      } catch {
-        scrapeOk.set(0);
+    try {
+      const lanes = await laneStatuses(deps);
+      jobs.reset();
+      slots.reset();
+      let wanted = 0;
+      for (const lane of lanes) {
+        const perWorker = deps.lanes.find((l) => l.name === lane.name)?.slots ?? 1;
+        wanted = Math.max(wanted, desiredWorkers(lane.desiredSlots, perWorker).desired);
+        for (const [state, n] of Object.entries(lane.counts)) jobs.set({ lane: lane.name, state }, n);
+        const bySandbox = new Map<string, number>();
+        for (const s of lane.slots) bySandbox.set(s.sandbox?.state ?? 'none', (bySandbox.get(s.sandbox?.state ?? 'none') ?? 0) + 1);
+        for (const [state, n] of bySandbox) slots.set({ lane: lane.name, state }, n);
+        desired.set({ lane: lane.name }, lane.desiredSlots);
+        breaker.set({ lane: lane.name }, lane.breaker.state === 'closed' ? 0 : 1);
+        outage.set({ lane: lane.name }, lane.outage ? 1 : 0);
       }
+      workers.set(wanted);
+      scrapeOk.set(1);
+    } catch {
+      scrapeOk.set(0);
+    }
   }
   return { registry, refresh };
 }

@@ -2,7 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardValidationError, type CallbackAllowRule, type ErrorBody, type LaneConfig } from '@lanes/contracts';
-import { CardStore, EventLog, FleetStore, LaneQueues } from '@lanes/queue';
+import { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError } from './api-error.js';
 import { createAuthHook } from './auth.js';
 import { registerBoard } from './board.js';
@@ -40,7 +40,6 @@ function errorBody(code: string, message: string, issues?: ErrorBody['error']['i
 export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
-  const events = new EventLog(redis);
   const store = new CardStore({ redis, now, log: options.log });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });

@@ -31,8 +31,7 @@ describe('createAuthHook', () => {
     return app;
   }
 
-  const get = (a: FastifyInstance, url: string, authorization?: string) =>
-    a.inject({ method: 'GET', url, headers: authorization === undefined ? {} : { authorization } });
+  const get = (a: FastifyInstance, url: string, authorization?: string) => a.inject({ method: 'GET', url, headers: authorization === undefined ? {} : { authorization } });
 
   it('is open when no tokens are configured', async () => {
     const a = await server([]);

@@ -20,7 +20,12 @@ export async function enqueueCommand(client: LanesClient, flags: Record<string, 
     };
   }
   const rows = 'cards' in body ? await client.enqueueMany(body.cards) : [await client.enqueue(body)];
-  print(table(['card', 'state', 'new'], rows.map((r) => [r.id, r.state, r.created ? 'yes' : 'no (existing id)'])));
+  print(
+    table(
+      ['card', 'state', 'new'],
+      rows.map((r) => [r.id, r.state, r.created ? 'yes' : 'no (existing id)']),
+    ),
+  );
   return 0;
 }
 
@@ -33,7 +38,12 @@ export async function statusCommand(client: LanesClient, id: string, print: Prin
     ),
   );
   print('');
-  print(table(['at', 'state', 'attempt', 'sandbox', 'detail'], card.history.map((h) => [h.at, h.state + (h.blockedReason ? ` (${h.blockedReason})` : ''), h.attempt, h.sandboxId, h.message])));
+  print(
+    table(
+      ['at', 'state', 'attempt', 'sandbox', 'detail'],
+      card.history.map((h) => [h.at, h.state + (h.blockedReason ? ` (${h.blockedReason})` : ''), h.attempt, h.sandboxId, h.message]),
+    ),
+  );
   if (card.result !== undefined) print(`\nresult: ${JSON.stringify(card.result)}`);
   return 0;
 }

@@ -72,14 +72,23 @@ export async function main(
       case 'worker':
       case 'supervisor': {
         const parts = command === 'up' ? undefined : { api: command === 'api', worker: command === 'worker', supervisor: command === 'supervisor' };
-        return await up({ ...(values.config ? { config: values.config } : {}), ...(values.port ? { port: Number(values.port) } : {}), ...(parts ? { parts } : {}) }, env, createLogger(env), print);
+        return await up(
+          { ...(values.config ? { config: values.config } : {}), ...(values.port ? { port: Number(values.port) } : {}), ...(parts ? { parts } : {}) },
+          env,
+          createLogger(env),
+          print,
+        );
       }
       case 'enqueue':
         return await enqueueCommand(client, values, print);
       case 'status':
         return values.watch ? await watchCommand(client, needId(), signal ?? interrupted(), print) : await statusCommand(client, needId(), print);
       case 'tail':
-        return await tailCommand(client, { ...(values.lane ? { lane: values.lane } : {}), ...(values.card ? { cardId: values.card } : {}), signal: signal ?? interrupted(), note }, print);
+        return await tailCommand(
+          client,
+          { ...(values.lane ? { lane: values.lane } : {}), ...(values.card ? { cardId: values.card } : {}), signal: signal ?? interrupted(), note },
+          print,
+        );
       case 'cancel':
       case 'unblock':
         return await cardAction(client, command, needId(), values.note, print);

@@ -63,11 +63,7 @@ export interface ResolveRedisOptions {
  * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
  * port with AOF in `dataDir`; else RedisUnavailableError saying how to get one.
  */
-export async function resolveRedis(
-  env: { REDIS_URL?: string | undefined },
-  dataDir: string,
-  options: ResolveRedisOptions = {},
-): Promise<ResolvedRedis> {
+export async function resolveRedis(env: { REDIS_URL?: string | undefined }, dataDir: string, options: ResolveRedisOptions = {}): Promise<ResolvedRedis> {
   const localPort = options.localPort ?? DEFAULT_LOCAL_REDIS.port;
   const noop = async () => undefined;
   if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL', stop: noop };

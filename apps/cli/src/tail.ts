@@ -61,7 +61,11 @@ export async function watchCommand(client: LanesClient, id: string, signal: Abor
       cardId: id,
       signal: stop.signal,
       // The card may have ended between the first look and the stream opening: look again once it is open.
-      onOpen: () => void client.get(id).then((c) => isTerminalCardState(c.state) && stop.abort(), () => undefined),
+      onOpen: () =>
+        void client.get(id).then(
+          (c) => isTerminalCardState(c.state) && stop.abort(),
+          () => undefined,
+        ),
     })) {
       print(formatEvent(e));
       if (CARD_ENDS.has(e.type)) break;

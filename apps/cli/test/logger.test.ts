@@ -24,7 +24,15 @@ describe('createLogger', () => {
   it('redacts tokens, secrets and authorization headers wherever they appear', () => {
     const { lines, sink } = capture();
     const log = createLogger({}, sink);
-    log.info({ token: 'tok-abc', req: { headers: { authorization: 'Bearer tok-abc', cookie: 'c=1' } }, env: { MODAL_TOKEN_SECRET: 'ms-secret', LANES_API_TOKENS: 'a,b' }, deep: { secret: 's3', password: 'pw' } }, 'x');
+    log.info(
+      {
+        token: 'tok-abc',
+        req: { headers: { authorization: 'Bearer tok-abc', cookie: 'c=1' } },
+        env: { MODAL_TOKEN_SECRET: 'ms-secret', LANES_API_TOKENS: 'a,b' },
+        deep: { secret: 's3', password: 'pw' },
+      },
+      'x',
+    );
     const text = JSON.stringify(lines[0]);
     for (const secret of ['tok-abc', 'ms-secret', 'a,b', 's3', '"pw"', 'c=1']) expect(text).not.toContain(secret);
     expect(text).toContain('[redacted]');

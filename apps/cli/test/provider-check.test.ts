@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { checkProviderCredentials } from '@lanes/cli';
 import { ConfigError, parseLanesConfig } from '@lanes/contracts';
 
-const config = parseLanesConfig({ lanes: [{ name: 'local-lane', agent: ['true'] }, { name: 'remote', provider: 'modal', agent: ['true'] }] });
+const config = parseLanesConfig({
+  lanes: [
+    { name: 'local-lane', agent: ['true'] },
+    { name: 'remote', provider: 'modal', agent: ['true'] },
+  ],
+});
 const localOnly = parseLanesConfig({ lanes: [{ name: 'local-lane', agent: ['true'] }] });
 
 describe('checkProviderCredentials', () => {

@@ -84,10 +84,15 @@ export class CallbackDispatcher {
   /** Entries left pending by a dead supervisor first, then new ones. */
   private async next(): Promise<Array<[string, LaneEvent | undefined]>> {
     const { redis, consumer } = this.deps;
-    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, this.deps.claimIdleMs ?? CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [string, Array<[string, string[]] | null>];
+    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, this.deps.claimIdleMs ?? CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [
+      string,
+      Array<[string, string[]] | null>,
+    ];
     let entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null);
     if (entries.length === 0) {
-      const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', READ_BLOCK_MS, 'STREAMS', keys.events(), '>')) as Array<[string, Array<[string, string[]]>]> | null;
+      const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', READ_BLOCK_MS, 'STREAMS', keys.events(), '>')) as Array<
+        [string, Array<[string, string[]]>]
+      > | null;
       entries = reply?.[0]?.[1] ?? [];
     }
     // An unreadable entry comes back undefined and is acknowledged as it is, so it cannot block the stream.
@@ -109,7 +114,10 @@ export class CallbackDispatcher {
       // Resolved on every attempt: a name may have moved inward since the last one.
       const target = await resolveCallbackTarget(url, this.deps.allow ?? [], this.deps.lookup ?? systemLookup);
       if (target.action === 'refuse') {
-        this.deps.log.warn({ cardId: card.id, lane: card.lane, event: 'callback.refused', type: event.type, address: target.address, reason: target.reason }, 'callback refused: its target is inward');
+        this.deps.log.warn(
+          { cardId: card.id, lane: card.lane, event: 'callback.refused', type: event.type, address: target.address, reason: target.reason },
+          'callback refused: its target is inward',
+        );
         return;
       }
       if (this.deps.secret) headers['x-lanes-signature'] = signBody(this.deps.secret, body, Math.floor((this.deps.now ?? Date.now)() / 1000));

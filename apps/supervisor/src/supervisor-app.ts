@@ -89,19 +89,20 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const callbackConnection = options.callbacks ? redis.duplicate() : undefined;
   // Without a listener ioredis prints every failed reconnect of an outage as an unhandled error.
   callbackConnection?.on('error', (err: Error) => log.warn({ err: err.message }, 'callback connection error'));
-  const callbacks = callbackConnection && options.callbacks
-    ? new CallbackDispatcher({
-        redis: callbackConnection,
-        store,
-        log,
-        consumer,
-        ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
-        ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
-        ...(options.callbacks.allow ? { allow: options.callbacks.allow } : {}),
-        ...(options.callbacks.lookup ? { lookup: options.callbacks.lookup } : {}),
-        ...(options.now ? { now: options.now } : {}),
-      })
-    : undefined;
+  const callbacks =
+    callbackConnection && options.callbacks
+      ? new CallbackDispatcher({
+          redis: callbackConnection,
+          store,
+          log,
+          consumer,
+          ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
+          ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
+          ...(options.callbacks.allow ? { allow: options.callbacks.allow } : {}),
+          ...(options.callbacks.lookup ? { lookup: options.callbacks.lookup } : {}),
+          ...(options.now ? { now: options.now } : {}),
+        })
+      : undefined;
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
 
@@ -166,7 +167,10 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     const gate = evaluateRedriveGate({ breaker: breaker.state, slots: await fleet.slots(lane.name), liveness: verdicts });
     if (gate.action === 'hold') return;
     const blocked = await store.blocked(lane.name);
-    const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), { type: 'sandbox-live', lane: lane.name });
+    const decision = selectRedrive(
+      blocked.map((b) => ({ ...b, lane: lane.name })),
+      { type: 'sandbox-live', lane: lane.name },
+    );
     if (decision.action === 'none') return;
     for (const id of decision.ids) {
       const record = await store.get(id);

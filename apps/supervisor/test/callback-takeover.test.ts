@@ -49,7 +49,15 @@ describe('callback takeover', () => {
 
     const heirConn = new Redis(redis.url);
     heirConn.on('error', () => undefined);
-    const heir = new CallbackDispatcher({ redis: heirConn, store, log: pino({ level: 'silent' }), consumer: 'heir', allow: [parseAllowRule('127.0.0.1') as CallbackAllowRule], claimIdleMs: 200, retry: { maxAttempts: 3, baseDelayMs: 20 } });
+    const heir = new CallbackDispatcher({
+      redis: heirConn,
+      store,
+      log: pino({ level: 'silent' }),
+      consumer: 'heir',
+      allow: [parseAllowRule('127.0.0.1') as CallbackAllowRule],
+      claimIdleMs: 200,
+      retry: { maxAttempts: 3, baseDelayMs: 20 },
+    });
     await heir.start();
     try {
       await waitFor('the taken-over callback', () => received.find((r) => r.cardId === card.id));

@@ -53,7 +53,13 @@ export interface SandboxDeath {
 }
 
 /** The processor's policy: from a run's outcome and the card's record to one action. Pure. */
-export function decideCard(outcome: CardOutcome, record: Pick<CardRecord, 'infraRetries'>, lane: Pick<LaneConfig, 'infraRetries' | 'breaker'>, nowMs: number, run: RunContext): CardAction {
+export function decideCard(
+  outcome: CardOutcome,
+  record: Pick<CardRecord, 'infraRetries'>,
+  lane: Pick<LaneConfig, 'infraRetries' | 'breaker'>,
+  nowMs: number,
+  run: RunContext,
+): CardAction {
   const where = { attempt: run.attempt, slot: run.slot, ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}) };
   switch (outcome.kind) {
     case 'fenced':

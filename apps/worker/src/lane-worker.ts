@@ -148,18 +148,25 @@ export class LaneWorker {
   /** Re-drives the lane's blocked cards the trigger frees, per the pure policy. */
   async redrive(trigger: RedriveTrigger): Promise<void> {
     const { store, queues, lane, log } = this.deps;
-    await bestEffort('redrive', async () => {
-      const blocked = await store.blocked(lane.name);
-      const decision = selectRedrive(blocked.map((b) => ({ ...b, lane: lane.name })), trigger);
-      if (decision.action === 'none') return;
-      for (const id of decision.ids) {
-        const record = await store.get(id);
-        if (record?.state !== 'blocked') continue;
-        if (await queues.redrive(record, 'card.redriven', `re-driven: ${decision.reason}`)) {
-          log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
+    await bestEffort(
+      'redrive',
+      async () => {
+        const blocked = await store.blocked(lane.name);
+        const decision = selectRedrive(
+          blocked.map((b) => ({ ...b, lane: lane.name })),
+          trigger,
+        );
+        if (decision.action === 'none') return;
+        for (const id of decision.ids) {
+          const record = await store.get(id);
+          if (record?.state !== 'blocked') continue;
+          if (await queues.redrive(record, 'card.redriven', `re-driven: ${decision.reason}`)) {
+            log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
+          }
         }
-      }
-    }, warnTo(log));
+      },
+      warnTo(log),
+    );
   }
 
   /**

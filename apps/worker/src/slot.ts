@@ -299,7 +299,11 @@ export class Slot {
       if (lane.files.length) {
         const summary = await syncFiles(handle, lane.files, {
           baseDir: filesBaseDir,
-          onProgress: (p) => this.deps.log.info({ event: 'sandbox.sync', sandboxId: handle.id, batch: p.batch, batches: p.batches, entries: p.entries, totalEntries: p.totalEntries }, 'file sync progress'),
+          onProgress: (p) =>
+            this.deps.log.info(
+              { event: 'sandbox.sync', sandboxId: handle.id, batch: p.batch, batches: p.batches, entries: p.entries, totalEntries: p.totalEntries },
+              'file sync progress',
+            ),
         });
         this.deps.log.info({ event: 'sandbox.synced', sandboxId: handle.id, ...summary }, 'file sync done');
       }
@@ -317,8 +321,7 @@ export class Slot {
   }
 
   status(heartbeatAt: number): SlotStatus {
-    const sandboxState: SandboxState | undefined =
-      this.state === 'live' ? 'live' : this.state === 'dead' ? 'dead' : this.state === 'stopped' ? 'terminated' : 'creating';
+    const sandboxState: SandboxState | undefined = this.state === 'live' ? 'live' : this.state === 'dead' ? 'dead' : this.state === 'stopped' ? 'terminated' : 'creating';
     const id = this.handle?.id ?? this.dead?.sandboxId ?? (this.snapshot.sandbox.state === 'stopped' ? this.snapshot.sandbox.handle?.id : undefined);
     const observedExitCode = this.dead?.observedExitCode;
     return {

@@ -36,7 +36,10 @@ export class Terminator {
       this.#pending.delete(id);
       if (entry.attempts > 1) this.deps.log.info({ event: 'sandbox.terminated', sandboxId: id, attempts: entry.attempts, reason: entry.reason }, 'sandbox.terminated');
     } catch (err) {
-      this.deps.log.warn({ event: 'sandbox.terminate-failed', sandboxId: id, attempts: entry.attempts, reason: entry.reason, err: String(err) }, 'sandbox.terminate-failed; retried each beat until confirmed');
+      this.deps.log.warn(
+        { event: 'sandbox.terminate-failed', sandboxId: id, attempts: entry.attempts, reason: entry.reason, err: String(err) },
+        'sandbox.terminate-failed; retried each beat until confirmed',
+      );
     }
   }
 }

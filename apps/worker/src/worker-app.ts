@@ -36,10 +36,14 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
       return;
     }
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -111,14 +115,21 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
 
   const beat = async () => {
     beatSeq += 1;
-    await bestEffort('heartbeat', async () => {
-      await fleet.beat(workerId, beatSeq);
-      for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
-    }, warnTo(log));
+    await bestEffort(
+      'heartbeat',
+      async () => {
+        await fleet.beat(workerId, beatSeq);
+        for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
+      },
+      warnTo(log),
+    );
     // After the beat, never awaited by it: a slow provider poll must not stall heartbeats. Started
     // every beat: a slot whose probe is still out skips, the others are probed.
     for (const lw of lanes.values()) {
-      const probe: Promise<unknown> = lw.checkIdleSlots().catch(() => undefined).finally(() => idleProbes.delete(probe));
+      const probe: Promise<unknown> = lw
+        .checkIdleSlots()
+        .catch(() => undefined)
+        .finally(() => idleProbes.delete(probe));
       idleProbes.add(probe);
     }
   };

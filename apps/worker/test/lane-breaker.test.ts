@@ -9,7 +9,7 @@ const OPEN_MS = 400;
 
 describe('LaneBreaker on its own schedule (real Redis)', () => {
   let redis: TestRedis;
-  const closers: Array<() => Promise<unknown> | void> = [];
+  const closers: Array<() => Promise<unknown> | undefined> = [];
 
   beforeAll(async () => {
     redis = await startRedis();

@@ -22,7 +22,10 @@ export class LanesApiError extends LanesError {
 export class LanesUnreachableError extends LanesError {
   readonly code = 'API_UNREACHABLE';
   readonly retry = 'transient' as const;
-  constructor(readonly url: string, cause: unknown) {
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
     super(`cannot reach the lanes API at ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }

@@ -30,9 +30,20 @@ describe('@lanes/client against a real stack', () => {
   });
 
   it('enqueues many, all or nothing', async () => {
-    const cards = await client.enqueueMany([{ id: 'sdk-m1', lane: 'sdk', title: 'a' }, { id: 'sdk-m2', lane: 'sdk', title: 'b' }]);
-    expect(cards.map((c) => [c.id, c.created])).toEqual([['sdk-m1', true], ['sdk-m2', true]]);
-    const err = await client.enqueueMany([{ id: 'sdk-m3', lane: 'sdk', title: 'c' }, { lane: 'nope', title: 'd' }]).catch((e: unknown) => e);
+    const cards = await client.enqueueMany([
+      { id: 'sdk-m1', lane: 'sdk', title: 'a' },
+      { id: 'sdk-m2', lane: 'sdk', title: 'b' },
+    ]);
+    expect(cards.map((c) => [c.id, c.created])).toEqual([
+      ['sdk-m1', true],
+      ['sdk-m2', true],
+    ]);
+    const err = await client
+      .enqueueMany([
+        { id: 'sdk-m3', lane: 'sdk', title: 'c' },
+        { lane: 'nope', title: 'd' },
+      ])
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LanesApiError);
     expect(err).toMatchObject({ status: 400, code: 'CARD_INVALID', retry: 'permanent', issues: [{ path: 'cards.1.lane' }] });
     await expect(client.get('sdk-m3')).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
@@ -40,7 +51,14 @@ describe('@lanes/client against a real stack', () => {
 
   it('is refused a callback to this machine when LANES_CALLBACK_ALLOW is unset, naming the field', async () => {
     // The URL parser spells 2130706433 and 0x7f.1 as 127.0.0.1 before the check sees them.
-    for (const callbackUrl of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/hook', 'http://2130706433:9/hook', 'http://0x7f.1:9/hook', 'http://[::ffff:127.0.0.1]:9/hook']) {
+    for (const callbackUrl of [
+      'http://127.0.0.1:9/hook',
+      'http://localhost:9/hook',
+      'http://[::1]:9/hook',
+      'http://2130706433:9/hook',
+      'http://0x7f.1:9/hook',
+      'http://[::ffff:127.0.0.1]:9/hook',
+    ]) {
       const err = await client.enqueue({ id: 'sdk-cb', lane: 'sdk', title: 'x', callbackUrl }).catch((e: unknown) => e);
       expect(err, callbackUrl).toMatchObject({ status: 400, code: 'CARD_INVALID', issues: [{ path: 'callbackUrl' }] });
     }
@@ -100,7 +118,19 @@ describe('@lanes/client against a real stack', () => {
   it('resumes after the API restarts under it, losing and repeating nothing', async () => {
     // A second API on the same Redis, which the test stops and starts again on the same port.
     const port = await freePort();
-    const startApi = () => startStack({ redisUrl: redis.url, lanes: t.lanes, log: testLog(), providerFor: () => { throw new Error('api only'); }, providers: [], port, tokens: [TOKEN], parts: { api: true, worker: false, supervisor: false } });
+    const startApi = () =>
+      startStack({
+        redisUrl: redis.url,
+        lanes: t.lanes,
+        log: testLog(),
+        providerFor: () => {
+          throw new Error('api only');
+        },
+        providers: [],
+        port,
+        tokens: [TOKEN],
+        parts: { api: true, worker: false, supervisor: false },
+      });
     let api: Stack = await startApi();
     const flaky = new LanesClient({ url: `http://127.0.0.1:${port}`, token: TOKEN });
     const seen: StreamedEvent[] = [];

@@ -115,11 +115,15 @@ export type CallbackTargetDecision = { action: 'allow'; reason: string } | { act
  */
 export function evaluateCallbackTarget(host: string, address: string, allow: readonly CallbackAllowRule[]): CallbackTargetDecision {
   // A trailing dot is the same name, fully qualified: `localhost.` must not slip past `localhost`.
-  const name = host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const name = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   if (allow.some((r) => r.kind === 'host' && r.host === name)) return { action: 'allow', reason: `${address} reached as ${name}, which is in LANES_CALLBACK_ALLOW` };
   const ip = parseIp(address);
   if (!ip) {
-    if (isLocalhostName(address.toLowerCase().replace(/\.$/, ''))) return { action: 'refuse', kind: 'loopback', reason: `${address} is this machine (loopback); set LANES_CALLBACK_ALLOW to allow it` };
+    if (isLocalhostName(address.toLowerCase().replace(/\.$/, '')))
+      return { action: 'refuse', kind: 'loopback', reason: `${address} is this machine (loopback); set LANES_CALLBACK_ALLOW to allow it` };
     return { action: 'allow', reason: `${address} is a hostname; checked again after resolution` };
   }
   const kind = classifyAddress(address)!;

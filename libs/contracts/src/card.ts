@@ -5,13 +5,9 @@ export const CARD_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 /** Lane names become BullMQ queue names, which forbid ':'. */
 export const LANE_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-export const CardIdSchema = z
-  .string()
-  .regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-]');
+export const CardIdSchema = z.string().regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-]');
 
-export const LaneNameSchema = z
-  .string()
-  .regex(LANE_NAME_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
+export const LaneNameSchema = z.string().regex(LANE_NAME_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
 
 export const PullRequestSchema = z.strictObject({
   number: z.number().int().positive(),

@@ -8,7 +8,10 @@ const Int = (min: number) => z.coerce.number().int().min(min);
 
 /** Settings that come from the environment; validated once at boot, errors name the variable. */
 export const LanesEnvSchema = z.object({
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
   LANES_CONFIG: z.string().min(1).optional(),
   LANES_PORT: Int(0).max(65_535).default(D.DEFAULT_API_PORT),
   LANES_HOST: z.string().min(1).optional(),

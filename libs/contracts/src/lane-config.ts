@@ -85,16 +85,14 @@ export const LaneConfigSchema = z
 export type LaneConfigInput = z.input<typeof LaneConfigSchema>;
 export type LaneConfig = z.infer<typeof LaneConfigSchema>;
 
-export const LanesConfigSchema = z
-  .strictObject({ lanes: z.array(LaneConfigSchema).min(1, 'needs at least one lane') })
-  .superRefine((cfg, ctx) => {
-    const seen = new Set<string>();
-    cfg.lanes.forEach((lane, i) => {
-      if (seen.has(lane.name)) {
-        ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
-      }
-      seen.add(lane.name);
-    });
+export const LanesConfigSchema = z.strictObject({ lanes: z.array(LaneConfigSchema).min(1, 'needs at least one lane') }).superRefine((cfg, ctx) => {
+  const seen = new Set<string>();
+  cfg.lanes.forEach((lane, i) => {
+    if (seen.has(lane.name)) {
+      ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
+    }
+    seen.add(lane.name);
   });
+});
 export type LanesConfigInput = z.input<typeof LanesConfigSchema>;
 export type LanesConfig = z.infer<typeof LanesConfigSchema>;

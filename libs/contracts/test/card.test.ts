@@ -58,7 +58,15 @@ describe('parseLanesConfig', () => {
     [{ lanes: [{ name: 'x', agent: ['a'], slots: 0 }] }, 'lanes.0.slots'],
     [{ lanes: [{ name: 'x', agent: ['a'], slots: 2, maxSlots: 1 }] }, 'lanes.0.maxSlots'],
     [{ lanes: [{ name: 'x', agent: ['a'], comandTimeoutMs: 5 }] }, 'comandTimeoutMs'],
-    [{ lanes: [{ name: 'x', agent: ['a'] }, { name: 'x', agent: ['b'] }] }, 'lanes.1.name'],
+    [
+      {
+        lanes: [
+          { name: 'x', agent: ['a'] },
+          { name: 'x', agent: ['b'] },
+        ],
+      },
+      'lanes.1.name',
+    ],
     [{ lanes: [] }, 'lanes'],
   ])('names the wrong key in %j', (input, key) => {
     expect(() => parseLanesConfig(input)).toThrow(ConfigError);

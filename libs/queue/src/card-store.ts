@@ -116,10 +116,7 @@ export class CardStore {
       case 'illegal':
       case 'stale': {
         const event = reply[0] === 'stale' ? 'card.stale-write' : 'card.illegal-transition';
-        this.deps.log?.warn(
-          { event, cardId: card.id, lane: card.lane, slot: move.slot, sandboxId: move.sandboxId, state: reply[1], to: move.to, writer: writer.kind },
-          event,
-        );
+        this.deps.log?.warn({ event, cardId: card.id, lane: card.lane, slot: move.slot, sandboxId: move.sandboxId, state: reply[1], to: move.to, writer: writer.kind }, event);
         return { ok: false, refusal: reply[0], state: reply[1] };
       }
     }
@@ -147,14 +144,7 @@ export class CardStore {
     return out;
   }
 
-  private async run(
-    card: { id: string; lane: string },
-    mode: 'create' | 'move',
-    to: CardState,
-    sources: CardState[],
-    writer: CardWriter,
-    r: RenderedMove,
-  ) {
+  private async run(card: { id: string; lane: string }, mode: 'create' | 'move', to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
     const token = writer.kind === 'board' ? '' : writer.token;
     const raw = await this.deps.redis.lanesCardWrite(
       keys.card(card.id),

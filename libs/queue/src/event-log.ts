@@ -25,9 +25,7 @@ export class EventLog {
 
   /** Events after `afterId` ('$' for only new ones), waiting up to `blockMs` for the first. Needs its own connection when blocking. */
   async read(afterId: string, blockMs: number, count = 100): Promise<StoredEvent[]> {
-    const reply = (await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', keys.events(), afterId)) as
-      | Array<[string, Array<[string, string[]]>]>
-      | null;
+    const reply = (await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', keys.events(), afterId)) as Array<[string, Array<[string, string[]]>]> | null;
     return reply ? decodeEntries(reply[0]?.[1] ?? []) : [];
   }
 

@@ -1,11 +1,6 @@
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  isTerminalCardState,
-  type Card,
-  type CardState,
-  type LaneConfig,
-} from '@lanes/contracts';
+import { isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { jobOptions } from './job-options.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
@@ -22,13 +17,9 @@ export interface LaneQueuesDeps {
   onError?: (err: Error) => void;
 }
 
-export type EnqueueOutcome =
-  | { created: true; id: string; state: CardState }
-  | { created: false; id: string; state: CardState };
+export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
 
-export type CommandOutcome =
-  | { ok: true; state: CardState }
-  | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
+export type CommandOutcome = { ok: true; state: CardState } | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
 
 /** One BullMQ queue per lane, and the card operations that touch both the queue and the store. */
 export class LaneQueues {

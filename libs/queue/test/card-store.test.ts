@@ -67,17 +67,21 @@ describe('CardStore on real Redis', () => {
     const r1 = await runAs(card, 'token-1');
     await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-1', slot: 's0' }, r1);
     nowMs = T0 + 2;
-    await store.transition(card, {
-      to: 'blocked',
-      attempt: 1,
-      sandboxId: 'sb-1',
-      blockedReason: 'sandbox-dead',
-      verdict: 'sandbox-dead',
-      observedExitCode: 0,
-      message: 'sandbox exited(0)',
-      retryAt: T0 + 60_000,
-      infraRetries: 1,
-    }, r1);
+    await store.transition(
+      card,
+      {
+        to: 'blocked',
+        attempt: 1,
+        sandboxId: 'sb-1',
+        blockedReason: 'sandbox-dead',
+        verdict: 'sandbox-dead',
+        observedExitCode: 0,
+        message: 'sandbox exited(0)',
+        retryAt: T0 + 60_000,
+        infraRetries: 1,
+      },
+      r1,
+    );
     let record = (await store.get(card.id))!;
     expect(record.observedExitCode).toBe(0);
     expect(record.blockedReason).toBe('sandbox-dead');
@@ -235,7 +239,10 @@ describe('FleetStore on real Redis', () => {
     const a = uid('lane');
     const b = uid('lane');
     await fleet.registerLanes([]);
-    await fleet.registerLanes([{ name: a, provider: 'local' }, { name: b, provider: 'modal' }]);
+    await fleet.registerLanes([
+      { name: a, provider: 'local' },
+      { name: b, provider: 'modal' },
+    ]);
     const lanes = await fleet.lanes();
     expect(lanes[a]).toBe('local');
     expect(lanes[b]).toBe('modal');

@@ -72,8 +72,7 @@ describe('card transition script on real Redis', () => {
     await store.create(card);
     const writer = await lockAs(card, 'tok');
     await store.transition(card, running('sb'), writer);
-    const end: CardMove =
-      terminal === 'done' ? done('sb') : terminal === 'failed' ? { to: 'failed', attempt: 1, failedReason: 'command-failed' } : { to: 'cancelled', attempt: 1 };
+    const end: CardMove = terminal === 'done' ? done('sb') : terminal === 'failed' ? { to: 'failed', attempt: 1, failedReason: 'command-failed' } : { to: 'cancelled', attempt: 1 };
     expect((await store.transition(card, end, writer)).ok).toBe(true);
     const before = await snapshot(card);
     // Writers that hold the job's lock (or need none): the move itself is what is refused.
@@ -104,9 +103,7 @@ describe('card transition script on real Redis', () => {
     const before = await snapshot(card);
     expect(await store.transition(card, done('sb-a'), first)).toEqual({ ok: false, refusal: 'stale', state: 'running' });
     expect(await snapshot(card)).toEqual(before);
-    expect(staleLogs()).toEqual([
-      expect.objectContaining({ cardId: card.id, lane: card.lane, slot: 'w-0', sandboxId: 'sb-a', state: 'running', to: 'done', writer: 'run' }),
-    ]);
+    expect(staleLogs()).toEqual([expect.objectContaining({ cardId: card.id, lane: card.lane, slot: 'w-0', sandboxId: 'sb-a', state: 'running', to: 'done', writer: 'run' })]);
 
     expect((await store.transition(card, done('sb-b'), second)).ok).toBe(true);
     const record = (await store.get(card.id))!;
@@ -168,8 +165,9 @@ describe('card transition script on real Redis', () => {
     await store.create(card);
     const writer = await lockAs(card, 'run-a');
     await store.transition(card, running('sb'), writer);
-    const moves: CardMove[] = Array.from({ length: 24 }, (_, i) =>
-      [done('sb'), { to: 'failed', attempt: 1, failedReason: 'command-failed' } as const, { to: 'cancelled', attempt: 1 } as const][i % 3]!,
+    const moves: CardMove[] = Array.from(
+      { length: 24 },
+      (_, i) => [done('sb'), { to: 'failed', attempt: 1, failedReason: 'command-failed' } as const, { to: 'cancelled', attempt: 1 } as const][i % 3]!,
     );
     const results = await Promise.all(moves.map((m) => store.transition(card, m, writer)));
     expect(results.filter((r) => r.ok)).toHaveLength(1);

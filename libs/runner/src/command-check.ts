@@ -37,11 +37,7 @@ export function errorKind(err: unknown): ProviderErrorKind {
   return 'other';
 }
 
-export async function execOutcome(
-  handle: SandboxHandle,
-  argv: readonly string[],
-  options: ExecOptions,
-): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
+export async function execOutcome(handle: SandboxHandle, argv: readonly string[], options: ExecOptions): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
   try {
     const result = await handle.exec(argv, options);
     return {
@@ -95,12 +91,7 @@ export async function runCanary(handle: SandboxHandle, deps: CheckDeps): Promise
 }
 
 /** Runs one command and reads it the way the supervisor does (rules 1 and 2). */
-export async function checkedExec(
-  handle: SandboxHandle,
-  argv: readonly string[],
-  options: ExecOptions,
-  deps: CheckDeps,
-): Promise<CheckedCommand> {
+export async function checkedExec(handle: SandboxHandle, argv: readonly string[], options: ExecOptions, deps: CheckDeps): Promise<CheckedCommand> {
   const { outcome, result } = await execOutcome(handle, argv, options);
   const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
   const probed = plan.action === 'probe' ? await probeReading(handle, deps) : undefined;

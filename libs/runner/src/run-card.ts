@@ -39,12 +39,7 @@ export async function runCard(deps: RunDeps, input: RunInput): Promise<RunOutcom
   ];
   let last: CheckedCommand | undefined;
   for (const { step, argv, timeoutMs } of steps) {
-    last = await checkedExec(
-      handle,
-      argv,
-      { cwd: paths.workDir, env, timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput },
-      deps,
-    );
+    last = await checkedExec(handle, argv, { cwd: paths.workDir, env, timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput }, deps);
     const stop = interruption(last, step);
     if (stop) return stop;
     if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);

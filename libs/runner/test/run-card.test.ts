@@ -77,7 +77,11 @@ describe('runCard on a real local sandbox', () => {
     LaneConfigSchema.parse({ name: 'runner-test', agent: [process.execPath, agentPath], killGraceMs: KILL_GRACE_MS, canaryTimeoutMs: CANARY_TIMEOUT_MS, ...over });
   const card = (metadata: Record<string, unknown>, over: Partial<Card> = {}): Card =>
     ({ id: uid('card'), lane: 'runner-test', title: 'Fix flaky test', priority: 0, metadata, ...over }) as Card;
-  const run = (c: Card, l: LaneConfig = lane(), extra: { attempt?: number; signal?: AbortSignal; onOutput?: (s: OutputStream, chunk: string) => void; on?: SandboxHandle } = {}): Promise<RunOutcome> =>
+  const run = (
+    c: Card,
+    l: LaneConfig = lane(),
+    extra: { attempt?: number; signal?: AbortSignal; onOutput?: (s: OutputStream, chunk: string) => void; on?: SandboxHandle } = {},
+  ): Promise<RunOutcome> =>
     runCard(
       { handle: extra.on ?? handle, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS },
       { card: c, lane: l, attempt: extra.attempt ?? 1, ...(extra.signal ? { signal: extra.signal } : {}), ...(extra.onOutput ? { onOutput: extra.onOutput } : {}) },
@@ -246,9 +250,27 @@ describe('runCard on a real local sandbox', () => {
   });
 
   it.each([
-    ['result.json unreadable in transport: re-run, never a silent done', 'result.json', { mode: 'result', result: { pr: 1 } }, new ProviderUnavailableError('local', 'injected: read timed out'), 'interrupted'],
-    ['blocked.json unreadable in transport: re-run, never done', 'blocked.json', { mode: 'blocked-json', reason: 'help', exitCode: 0 }, new ProviderUnavailableError('local', 'injected: read timed out'), 'interrupted'],
-    ['result.json refused outright: failed, naming the file', 'result.json', { mode: 'result', result: { pr: 1 } }, new ProviderInvalidError('local', 'injected: bad path'), 'failed'],
+    [
+      'result.json unreadable in transport: re-run, never a silent done',
+      'result.json',
+      { mode: 'result', result: { pr: 1 } },
+      new ProviderUnavailableError('local', 'injected: read timed out'),
+      'interrupted',
+    ],
+    [
+      'blocked.json unreadable in transport: re-run, never done',
+      'blocked.json',
+      { mode: 'blocked-json', reason: 'help', exitCode: 0 },
+      new ProviderUnavailableError('local', 'injected: read timed out'),
+      'interrupted',
+    ],
+    [
+      'result.json refused outright: failed, naming the file',
+      'result.json',
+      { mode: 'result', result: { pr: 1 } },
+      new ProviderInvalidError('local', 'injected: bad path'),
+      'failed',
+    ],
   ] as const)('%s', async (_name, file, metadata, error, kind) => {
     const outcome = await run(card(metadata), lane(), { on: failingReads(file, error) });
     expect(outcome.kind).toBe(kind);

@@ -89,9 +89,7 @@ export function hasEnvEntry(pid, entry) {
  * @param {ReadonlySet<number>} [exclude]
  */
 export function findByEnvEntry(entry, exclude) {
-  return scanProcesses().filter(
-    (p) => isRunningState(p.state) && !exclude?.has(p.pid) && hasEnvEntry(p.pid, entry),
-  );
+  return scanProcesses().filter((p) => isRunningState(p.state) && !exclude?.has(p.pid) && hasEnvEntry(p.pid, entry));
 }
 
 /**

@@ -30,25 +30,15 @@ export function sandboxMembers(id: string): number[] {
  * signalled while it still holds a process of this sandbox, so a recycled pgid is never hit.
  * Resolves with the pids still running at the deadline (normally none).
  */
-export async function reapSandbox(
-  target: ReapTarget,
-  groups: Iterable<number> = [],
-  timeoutMs = REAP_TIMEOUT_MS,
-): Promise<number[]> {
+export async function reapSandbox(target: ReapTarget, groups: Iterable<number> = [], timeoutMs = REAP_TIMEOUT_MS): Promise<number[]> {
   // A pid without its start time is never signalled: it may have been recycled.
-  const rootAlive = (): boolean =>
-    target.rootPid !== undefined &&
-    target.rootStartTime !== undefined &&
-    isAlive(target.rootPid, target.rootStartTime);
+  const rootAlive = (): boolean => target.rootPid !== undefined && target.rootStartTime !== undefined && isAlive(target.rootPid, target.rootStartTime);
   if (rootAlive() && target.rootPid !== undefined) {
     // The root was spawned detached, so it leads its own group (unshare + sh + init, or the init).
     signal(-target.rootPid, 'SIGKILL');
     signal(target.rootPid, 'SIGKILL');
   }
-  const nsInitAlive = (): boolean =>
-    target.nsInitPid !== undefined &&
-    target.nsInitStartTime !== undefined &&
-    isAlive(target.nsInitPid, target.nsInitStartTime);
+  const nsInitAlive = (): boolean => target.nsInitPid !== undefined && target.nsInitStartTime !== undefined && isAlive(target.nsInitPid, target.nsInitStartTime);
   // Normally PDEATHSIG does this; killing pid 1 directly does not depend on its timing.
   if (nsInitAlive() && target.nsInitPid !== undefined) signal(target.nsInitPid, 'SIGKILL');
   killGroupsStillOurs(target.id, groups);

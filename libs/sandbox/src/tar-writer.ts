@@ -97,7 +97,12 @@ function writeOctal(block: Buffer, offset: number, width: number, value: number)
 
 function truncateBytes(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, 'utf8');
-  return bytes.byteLength <= maxBytes ? text : bytes.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD+$/u, '');
+  return bytes.byteLength <= maxBytes
+    ? text
+    : bytes
+        .subarray(0, maxBytes)
+        .toString('utf8')
+        .replace(/\uFFFD+$/u, '');
 }
 
 function padded(bytes: number): number {

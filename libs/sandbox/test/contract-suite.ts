@@ -183,8 +183,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const handle = await create();
       const dir = handle.workdir;
       // Each command records start/end times and holds a mkdir lock: overlap would show in both.
-      const step = (name: string): string =>
-        `date +%s%N > ${name}.start; mkdir lock || exit 99; sleep 0.2; rmdir lock; date +%s%N > ${name}.end`;
+      const step = (name: string): string => `date +%s%N > ${name}.start; mkdir lock || exit 99; sleep 0.2; rmdir lock; date +%s%N > ${name}.end`;
       const results = await Promise.all(['one', 'two', 'three'].map((n) => handle.exec(['sh', '-c', step(n)], { cwd: dir })));
       for (const result of results) expect(result.exitCode).toBe(0);
       const read = async (file: string): Promise<bigint> => {
@@ -202,11 +201,9 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const first = new AbortController();
       const watcher = outputWatcher('started');
       let firstDone = false;
-      const running = handle
-        .exec(['sh', '-c', 'echo started; exec sleep 30'], { signal: first.signal, killGraceMs: graceMs, onOutput: watcher.onOutput })
-        .finally(() => {
-          firstDone = true;
-        });
+      const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { signal: first.signal, killGraceMs: graceMs, onOutput: watcher.onOutput }).finally(() => {
+        firstDone = true;
+      });
       const second = new AbortController();
       const queued = handle.exec(['touch', `${dir}/queued-ran`], { signal: second.signal });
       await watcher.seen;

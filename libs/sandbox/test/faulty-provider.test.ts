@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectTimeoutError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
-import { FaultyProvider, createFaultyProvider, type SandboxHandle } from '@lanes/sandbox';
+import { type FaultyProvider, createFaultyProvider, type SandboxHandle } from '@lanes/sandbox';
 import { findByEnvEntry } from '../src/proc.js';
 import { SANDBOX_ID_ENV } from '../src/sandbox-reaper.js';
 import { localFixture, testSpec, type LocalFixture } from './support/local-fixture.js';
@@ -12,13 +12,15 @@ const BARE_EXIT_1 = { exitCode: 1, stdout: '', stderr: '', timedOut: false, canc
 
 /** Host processes of one local-server sandbox whose command line contains `text`. */
 function sandboxProcesses(sandboxId: string, text: string): number[] {
-  return findByEnvEntry(`${SANDBOX_ID_ENV}=${sandboxId}`, new Set([process.pid])).map((p) => p.pid).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
-    } catch {
-      return false;
-    }
-  });
+  return findByEnvEntry(`${SANDBOX_ID_ENV}=${sandboxId}`, new Set([process.pid]))
+    .map((p) => p.pid)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    });
 }
 
 describe('FaultyProvider over the Modal provider (real SDK, local server)', () => {

@@ -29,11 +29,7 @@ describe('syncFiles', () => {
     const tree = join(hostDir, 'tree');
     for (let d = 0; d < DIR_COUNT; d += 1) await mkdir(join(tree, DEEP_PREFIX, `dir-${d}`), { recursive: true });
     for (let start = 0; start < FILE_COUNT; start += 500) {
-      await Promise.all(
-        Array.from({ length: Math.min(500, FILE_COUNT - start) }, (_, k) => start + k).map((i) =>
-          writeFile(join(tree, deepFile(i)), `content of ${i}\n`),
-        ),
-      );
+      await Promise.all(Array.from({ length: Math.min(500, FILE_COUNT - start) }, (_, k) => start + k).map((i) => writeFile(join(tree, deepFile(i)), `content of ${i}\n`)));
     }
     await mkdir(join(tree, 'empty-dir'));
     await writeFile(join(tree, 'run.sh'), '#!/bin/sh\necho ran\n', { mode: 0o755 });

@@ -52,12 +52,10 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     const handle = await provider.create(testSpec());
     const nonce = uniqueNonce('killroot');
     const watcher = outputWatcher('started');
-    const running = handle
-      .exec(['sh', '-c', 'echo started; sleep 30 & setsid sleep 30 & wait'], { env: { CONTRACT_TREE: nonce }, onOutput: watcher.onOutput })
-      .then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+    const running = handle.exec(['sh', '-c', 'echo started; sleep 30 & setsid sleep 30 & wait'], { env: { CONTRACT_TREE: nonce }, onOutput: watcher.onOutput }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     await watcher.seen;
     expect(sandboxMembers(handle.id).length).toBeGreaterThan(0);
 
@@ -82,10 +80,11 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     const nonce = uniqueNonce('cancel');
     const abort = new AbortController();
     const watcher = outputWatcher('ready');
-    const running = handle.exec(
-      ['bash', '-c', 'trap "" INT TERM; sleep 30 & setsid sleep 30 & ( setsid sleep 30 & ); echo ready; wait'],
-      { env: { CONTRACT_TREE: nonce }, signal: abort.signal, onOutput: watcher.onOutput },
-    );
+    const running = handle.exec(['bash', '-c', 'trap "" INT TERM; sleep 30 & setsid sleep 30 & ( setsid sleep 30 & ); echo ready; wait'], {
+      env: { CONTRACT_TREE: nonce },
+      signal: abort.signal,
+      onOutput: watcher.onOutput,
+    });
     await watcher.seen;
     await waitFor('the whole tree to be running', () => marked(nonce).length >= 4);
     abort.abort();

@@ -9,8 +9,7 @@ import { DEFAULT_MODAL_CALL_TIMEOUT_MS, MODAL_MAX_THROTTLE_WAIT_SECS, createModa
 // The SDK also takes credentials from the environment and ~/.modal.toml: only a machine with
 // neither can show what happens without any.
 const credentialsAround =
-  Boolean(process.env['MODAL_TOKEN_ID'] || process.env['MODAL_TOKEN_SECRET'] || process.env['MODAL_CONFIG_PATH']) ||
-  existsSync(join(homedir(), '.modal.toml'));
+  Boolean(process.env['MODAL_TOKEN_ID'] || process.env['MODAL_TOKEN_SECRET'] || process.env['MODAL_CONFIG_PATH']) || existsSync(join(homedir(), '.modal.toml'));
 
 describe('createModalClient', () => {
   // Before: the SDK failed the first call with a plain Error ("Profile is missing credentials"),
@@ -28,7 +27,7 @@ describe('createModalClient', () => {
     expect((error as Error).message).toContain('MODAL_TOKEN_ID');
   });
 
-  it('bounds the SDK\'s throttle wait (unbounded when unset), below the call deadline', () => {
+  it("bounds the SDK's throttle wait (unbounded when unset), below the call deadline", () => {
     const client = createModalClient({ tokenId: 'ak-x', tokenSecret: 'as-x' }) as unknown as ModalClient;
     expect(client.profile.maxThrottleWaitSecs).toBe(MODAL_MAX_THROTTLE_WAIT_SECS);
     expect(MODAL_MAX_THROTTLE_WAIT_SECS * 1000).toBeLessThan(DEFAULT_MODAL_CALL_TIMEOUT_MS);

@@ -13,12 +13,7 @@ import {
 } from 'modal';
 import { ClientError, Status } from 'nice-grpc';
 import { describe, expect, it } from 'vitest';
-import {
-  ConnectTimeoutError,
-  ProviderInvalidError,
-  ProviderUnavailableError,
-  SandboxGoneError,
-} from '@lanes/contracts';
+import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 import { isModalSandboxGone, toModalLanesError, type ModalErrorScope } from '@lanes/sandbox';
 
 const SANDBOX: ModalErrorScope = { kind: 'sandbox', sandboxId: 'sb-1' };
@@ -65,7 +60,7 @@ describe('toLanesError: SDK and gRPC errors → lanes taxonomy (by class and sta
     ['NotFoundError for a named object (secret, app, image id)', new NotFoundError('x'), CLIENT, ProviderInvalidError],
     ['gRPC NOT_FOUND outside a sandbox call', grpc(Status.NOT_FOUND), CLIENT, ProviderInvalidError],
     ['a SandboxFilesystemError (permission)', new SandboxFilesystemPermissionError('x'), SANDBOX, ProviderInvalidError],
-    ['the SDK\'s catch-all SandboxFilesystemError (an unexpected gRPC status of its fs helper)', new SandboxFilesystemError('unexpected'), SANDBOX, ProviderUnavailableError],
+    ["the SDK's catch-all SandboxFilesystemError (an unexpected gRPC status of its fs helper)", new SandboxFilesystemError('unexpected'), SANDBOX, ProviderUnavailableError],
     ['a plain Error from an image build (bad image)', new Error('Image build for im-1 failed'), BUILD, ProviderInvalidError],
     ['a transport error during an image build stays transient', grpc(Status.UNAVAILABLE), BUILD, ProviderUnavailableError],
   ])('%s', (_label, raw, scope, expected) => {

@@ -21,7 +21,9 @@ describe('syncFiles on the Modal provider (real SDK, local server)', () => {
     for (let d = 0; d < 50; d += 1) await mkdir(join(hostDir, 'tree', `dir-${d}`), { recursive: true });
     for (let start = 0; start < FILE_COUNT; start += 500) {
       await Promise.all(
-        Array.from({ length: Math.min(500, FILE_COUNT - start) }, (_, k) => start + k).map((i) => writeFile(join(hostDir, 'tree', `dir-${i % 50}`, `file-${i}.txt`), `content of ${i}\n`)),
+        Array.from({ length: Math.min(500, FILE_COUNT - start) }, (_, k) => start + k).map((i) =>
+          writeFile(join(hostDir, 'tree', `dir-${i % 50}`, `file-${i}.txt`), `content of ${i}\n`),
+        ),
       );
     }
   }, 120_000);

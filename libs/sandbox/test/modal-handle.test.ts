@@ -125,7 +125,7 @@ describe('ModalSandboxHandle.exec', () => {
     expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 137 });
   });
 
-  it('a sandbox that dies while a command is starting: SandboxGoneError from the liveness poll, not after the SDK\'s router retries', async () => {
+  it("a sandbox that dies while a command is starting: SandboxGoneError from the liveness poll, not after the SDK's router retries", async () => {
     const handle = await create();
     const before = f.server.faults.calls('TaskExecStart');
     // The start is in flight (held by the server) when the sandbox dies; its router then never answers.
@@ -138,7 +138,7 @@ describe('ModalSandboxHandle.exec', () => {
     expect(f.server.faults.calls('TaskExecStart') - before).toBeLessThan(SDK_ROUTER_ATTEMPTS);
   });
 
-  it('a transport failure when starting a command (past the SDK\'s retries) is ProviderUnavailableError, not a death', async () => {
+  it("a transport failure when starting a command (past the SDK's retries) is ProviderUnavailableError, not a death", async () => {
     const handle = await create();
     f.server.faults.fail('TaskExecStart', { times: SDK_ROUTER_ATTEMPTS });
     await expect(handle.exec(['true'])).rejects.toBeInstanceOf(ProviderUnavailableError);

@@ -1,12 +1,6 @@
 import { Status } from 'nice-grpc';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  ConnectTimeoutError,
-  ProviderInvalidError,
-  ProviderUnavailableError,
-  SandboxGoneError,
-  defaults,
-} from '@lanes/contracts';
+import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
 import type { SandboxHandle } from '@lanes/sandbox';
 import { SDK_CONTROL_ATTEMPTS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
 import { waitFor } from './support/wait-for.js';
@@ -92,15 +86,12 @@ describe('ModalProvider.create', () => {
     expect(f.server.sandbox(handle.id)?.execs[0]?.timeoutMs).toBe(2_000);
   });
 
-  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1_000])(
-    'a sandbox lifetime of %s is a configuration error naming the value, and nothing is created',
-    async (timeoutMs) => {
-      const error = await f.provider.create({ ...modalTestSpec(), timeoutMs }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ProviderInvalidError);
-      expect((error as Error).message).toContain(`sandbox timeoutMs must be a positive, finite number of milliseconds, got ${timeoutMs}`);
-      expect(f.server.faults.calls('SandboxCreateV2')).toBe(0);
-    },
-  );
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1_000])('a sandbox lifetime of %s is a configuration error naming the value, and nothing is created', async (timeoutMs) => {
+    const error = await f.provider.create({ ...modalTestSpec(), timeoutMs }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderInvalidError);
+    expect((error as Error).message).toContain(`sandbox timeoutMs must be a positive, finite number of milliseconds, got ${timeoutMs}`);
+    expect(f.server.faults.calls('SandboxCreateV2')).toBe(0);
+  });
 
   it.each([
     ['a transport failure (UNAVAILABLE) on create', () => f.server.faults.fail('SandboxCreateV2', { times: SDK_CONTROL_ATTEMPTS }), ProviderUnavailableError],
@@ -114,7 +105,7 @@ describe('ModalProvider.create', () => {
     expect(f.server.runningSandboxIds()).toEqual([]);
   });
 
-  it('a short UNAVAILABLE burst on create is absorbed by the SDK\'s own retries', async () => {
+  it("a short UNAVAILABLE burst on create is absorbed by the SDK's own retries", async () => {
     f.server.faults.fail('SandboxCreateV2', { times: SDK_CONTROL_ATTEMPTS - 1 });
     await create();
     expect(f.server.faults.calls('SandboxCreateV2')).toBe(SDK_CONTROL_ATTEMPTS);

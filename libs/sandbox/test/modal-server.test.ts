@@ -59,7 +59,7 @@ describe('local Modal server: exec on real processes', () => {
     expect(server.faults.calls('TaskExecStart')).toBe(before);
   });
 
-  it('enforces the exec\'s server-side timeout by killing the exec (SIGKILL → 137)', async () => {
+  it("enforces the exec's server-side timeout by killing the exec (SIGKILL → 137)", async () => {
     const sb = await sandbox();
     const p = await sb.exec(['sleep', '30'], { timeoutMs: 1_000 });
     expect(await p.wait()).toBe(137);
@@ -77,7 +77,7 @@ describe('local Modal server: exec on real processes', () => {
 });
 
 describe('local Modal server: sandbox lifecycle', () => {
-  it('terminate: polls 137, is idempotent; a fresh handle\'s exec is a ConflictError; an unknown id is NOT_FOUND', async () => {
+  it("terminate: polls 137, is idempotent; a fresh handle's exec is a ConflictError; an unknown id is NOT_FOUND", async () => {
     const sb = await sandbox();
     await sb.terminate();
     await sb.terminate();
@@ -94,7 +94,7 @@ describe('local Modal server: sandbox lifecycle', () => {
     await waitFor('its processes to be gone', () => findByEnvEntry(`${SANDBOX_ID_ENV}=${sb.sandboxId}`, new Set([process.pid])).length === 0);
   });
 
-  it('a sandbox killed under a running exec: the SDK\'s wait keeps retrying the dead task\'s router and does not settle', async () => {
+  it("a sandbox killed under a running exec: the SDK's wait keeps retrying the dead task's router and does not settle", async () => {
     const sb = await sandbox();
     const p = await sb.exec(['sleep', '30']);
     const waiting = p.wait();
@@ -109,7 +109,7 @@ describe('local Modal server: sandbox lifecycle', () => {
     await expect(waiting).rejects.toBeInstanceOf(ClientError);
   });
 
-  it('terminated mid-command by someone else: polls 137 and the command\'s process is gone', async () => {
+  it("terminated mid-command by someone else: polls 137 and the command's process is gone", async () => {
     const sb = await sandbox();
     await sb.exec(['sleep', '30']);
     await waitFor('the command to run', () => server.sandbox(sb.sandboxId)?.execs.length === 1);
@@ -133,7 +133,7 @@ describe('local Modal server: sandbox lifecycle', () => {
     expect(left).toEqual([]);
   });
 
-  it('every sandbox process carries the test run\'s marker, so the harness leak guard sees it', async () => {
+  it("every sandbox process carries the test run's marker, so the harness leak guard sees it", async () => {
     const previous = process.env['LANES_TEST_RUN_ID'];
     process.env['LANES_TEST_RUN_ID'] = previous ?? 'run-modal-server-test';
     try {

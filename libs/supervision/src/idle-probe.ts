@@ -4,9 +4,7 @@ import type { ProviderErrorKind } from './command-outcome.js';
 /** What polling an idle slot's sandbox found: a poll() answer, or the call itself failing. */
 export type IdleProbeFinding = { kind: 'polled'; poll: PollResult } | { kind: 'probe-failed'; error: ProviderErrorKind; message: string };
 
-export type IdleProbeDecision =
-  | { action: 'keep'; reason: string }
-  | { action: 'mark-dead'; observedExitCode: ObservedExitCode; reason: string };
+export type IdleProbeDecision = { action: 'keep'; reason: string } | { action: 'mark-dead'; observedExitCode: ObservedExitCode; reason: string };
 
 /**
  * A sandbox that dies while its slot is idle is found by the heartbeat's poll, not by the next card,

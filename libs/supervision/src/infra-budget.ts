@@ -2,9 +2,7 @@
  * Decision for one more infrastructure failure (sandbox-dead, provider-outage) of a card.
  * `infraRetries` on the card counts the infra failures already answered with a block.
  */
-export type InfraRetryDecision =
-  | { action: 'block'; infraRetries: number; reason: string }
-  | { action: 'fail'; failedReason: 'infra'; infraRetries: number; reason: string };
+export type InfraRetryDecision = { action: 'block'; infraRetries: number; reason: string } | { action: 'fail'; failedReason: 'infra'; infraRetries: number; reason: string };
 
 /**
  * A card may be blocked (and later re-driven) for infrastructure `budget` times; the next infra

@@ -30,9 +30,7 @@ export const DEFAULT_LIVENESS_CONFIG: LivenessConfig = {
 };
 
 /** One sweep's read of the beats: the sequences, and the identity of the Redis that answered. */
-export type BeatObservation =
-  | { ok: true; beats: Readonly<Record<string, number>>; redisRunId?: string }
-  | { ok: false; reason: string };
+export type BeatObservation = { ok: true; beats: Readonly<Record<string, number>>; redisRunId?: string } | { ok: false; reason: string };
 
 /** What the supervisor carries between sweeps; all times are on its own monotonic clock. */
 export interface LivenessState {

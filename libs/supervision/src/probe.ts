@@ -64,7 +64,11 @@ export type SecondCanaryPlan = { action: 'accept'; reason: string } | { action: 
 export function planSecondCanary(first: CanaryReading, config: ProbeConfig = DEFAULT_PROBE_CONFIG): SecondCanaryPlan {
   if (!first.missedDeadline) return { action: 'accept', reason: first.reason };
   const canaryTimeoutMs = config.canaryTimeoutMs * SECOND_CANARY_DEADLINE_FACTOR;
-  return { action: 'second', canaryTimeoutMs, reason: `first canary missed its ${config.canaryTimeoutMs} ms deadline: a second gets ${canaryTimeoutMs} ms before the sandbox is called wedged` };
+  return {
+    action: 'second',
+    canaryTimeoutMs,
+    reason: `first canary missed its ${config.canaryTimeoutMs} ms deadline: a second gets ${canaryTimeoutMs} ms before the sandbox is called wedged`,
+  };
 }
 
 /**

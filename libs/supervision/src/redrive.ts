@@ -35,7 +35,11 @@ export function selectRedrive(blocked: readonly BlockedCard[], trigger: RedriveT
   const picked = blocked
     .filter((c) => c.lane === trigger.lane && AUTOMATIC.has(c.blockedReason))
     .sort((a, b) => a.since - b.since || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .filter((c) => (seen.has(c.id) ? false : (seen.add(c.id), true)));
+    .filter((c) => {
+      if (seen.has(c.id)) return false;
+      seen.add(c.id);
+      return true;
+    });
   if (picked.length === 0) {
     return { action: 'none', reason: `${trigger.type} in ${trigger.lane}: no automatically blocked cards` };
   }

@@ -13,9 +13,7 @@ export const DEFAULT_RESPAWN_CONFIG: RespawnConfig = {
   windowMs: defaults.DEFAULT_RESPAWN_WINDOW_MS,
 };
 
-export type RespawnDecision =
-  | { action: 'respawn'; delayMs: 0; reason: string }
-  | { action: 'wait'; delayMs: number; until: number; reason: string };
+export type RespawnDecision = { action: 'respawn'; delayMs: 0; reason: string } | { action: 'wait'; delayMs: number; until: number; reason: string };
 
 /**
  * Backoff owed after `n` deaths inside the window (the latest one included):

@@ -5,9 +5,7 @@ export const SUSPECT_EXIT_CODES: readonly number[] = [1, -1, 137];
 
 export type SuspectReason = 'provider-error' | 'bare-exit' | 'hang';
 
-export type Suspicion =
-  | { suspect: true; reason: SuspectReason; detail: string }
-  | { suspect: false; reason: string };
+export type Suspicion = { suspect: true; reason: SuspectReason; detail: string } | { suspect: false; reason: string };
 
 /** Whitespace-only output carries no information, so it counts as empty (see suspectOf). */
 function isBlank(text: string): boolean {

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaults, type BreakerConfig } from '@lanes/contracts';
-import {
-  DEFAULT_BREAKER_CONFIG,
-  INITIAL_BREAKER,
-  breakerOnCanaryPassed,
-  breakerOnFailure,
-  breakerOnTick,
-  evaluateCreate,
-  type BreakerSnapshot,
-} from '@lanes/supervision';
+import { DEFAULT_BREAKER_CONFIG, INITIAL_BREAKER, breakerOnCanaryPassed, breakerOnFailure, breakerOnTick, evaluateCreate, type BreakerSnapshot } from '@lanes/supervision';
 
 const NOW = 1_700_000_000_000;
 const CFG: BreakerConfig = { failureThreshold: 3, windowMs: 1_000, openMs: 500 };

@@ -98,7 +98,17 @@ describe('classify (rule 2)', () => {
   });
 
   it('provider-outage is reachable only through a provider-unavailable probe failure', () => {
-    const outcomes: CommandOutcome[] = [exited(0), exited(1), exited(2), exited(137), hang, exited(1, { cancelled: true }), threw('sandbox-gone'), threw('provider-unavailable'), threw('other')];
+    const outcomes: CommandOutcome[] = [
+      exited(0),
+      exited(1),
+      exited(2),
+      exited(137),
+      hang,
+      exited(1, { cancelled: true }),
+      threw('sandbox-gone'),
+      threw('provider-unavailable'),
+      threw('other'),
+    ];
     const findings: ProbeFinding[] = [
       notProbed,
       polledExited(0),

@@ -45,11 +45,7 @@ describe('evaluateFleet', () => {
   });
 
   it('reports the per-slot tally', () => {
-    const r = evaluateFleet(
-      { breaker: 'closed', recentVerdicts: [v('0', 'provider-outage'), v('1', 'sandbox-dead'), v('2', 'ok'), v('2', 'ok')] },
-      NOW,
-      WINDOW_MS,
-    );
+    const r = evaluateFleet({ breaker: 'closed', recentVerdicts: [v('0', 'provider-outage'), v('1', 'sandbox-dead'), v('2', 'ok'), v('2', 'ok')] }, NOW, WINDOW_MS);
     expect(r).toMatchObject({ reportingSlots: 3, outageSlots: 1, deadSlots: 1, status: 'degraded' });
   });
 });

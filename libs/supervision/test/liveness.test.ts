@@ -56,7 +56,11 @@ describe('evaluateLiveness', () => {
   });
 
   it('judges every tracked worker, none when none are tracked', () => {
-    const s: LivenessState = { visibleSinceMs: 0, lastReadAtMs: NOW, workers: { a: { seq: 1, progressAtMs: NOW, advanced: true }, b: { seq: 1, progressAtMs: 0, advanced: true } } };
+    const s: LivenessState = {
+      visibleSinceMs: 0,
+      lastReadAtMs: NOW,
+      workers: { a: { seq: 1, progressAtMs: NOW, advanced: true }, b: { seq: 1, progressAtMs: 0, advanced: true } },
+    };
     expect(evaluateLiveness(s, CFG, NOW).map((v) => [v.worker, v.liveness])).toEqual([
       ['a', 'alive'],
       ['b', 'gone'],

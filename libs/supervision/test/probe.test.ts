@@ -72,11 +72,7 @@ describe('readCanary', () => {
       { kind: 'threw', error: 'provider-unavailable', message: 'ECONNRESET' },
       { kind: 'probe-failed', error: 'provider-unavailable', message: 'ECONNRESET' },
     ],
-    [
-      'exec threw sandbox-gone',
-      { kind: 'threw', error: 'sandbox-gone', message: 'gone' },
-      { kind: 'probe-failed', error: 'sandbox-gone', message: 'gone' },
-    ],
+    ['exec threw sandbox-gone', { kind: 'threw', error: 'sandbox-gone', message: 'gone' }, { kind: 'probe-failed', error: 'sandbox-gone', message: 'gone' }],
     ['exec threw other', { kind: 'threw', error: 'other', message: '?' }, { kind: 'probe-failed', error: 'other', message: '?' }],
   ])('%s', (_name, outcome, finding) => {
     const r = readCanary(outcome, NONCE);

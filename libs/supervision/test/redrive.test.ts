@@ -40,18 +40,15 @@ describe('selectRedrive', () => {
   });
 
   it('orders equal `since` by id and drops duplicate ids', () => {
-    const d = selectRedrive(
-      [card('b', 'a', 'sandbox-dead', NOW), card('a', 'a', 'sandbox-dead', NOW), card('b', 'a', 'sandbox-dead', NOW)],
-      { type: 'sandbox-live', lane: 'a' },
-    );
+    const d = selectRedrive([card('b', 'a', 'sandbox-dead', NOW), card('a', 'a', 'sandbox-dead', NOW), card('b', 'a', 'sandbox-dead', NOW)], { type: 'sandbox-live', lane: 'a' });
     expect(d).toMatchObject({ action: 'redrive', ids: ['a', 'b'] });
   });
 
   it('orders by since with 1 ms apart', () => {
-    const d = selectRedrive(
-      [card('late', 'a', 'sandbox-dead', NOW + 1), card('early', 'a', 'provider-outage', NOW - 1), card('mid', 'a', 'sandbox-dead', NOW)],
-      { type: 'breaker-closed', lane: 'a' },
-    );
+    const d = selectRedrive([card('late', 'a', 'sandbox-dead', NOW + 1), card('early', 'a', 'provider-outage', NOW - 1), card('mid', 'a', 'sandbox-dead', NOW)], {
+      type: 'breaker-closed',
+      lane: 'a',
+    });
     expect(d).toMatchObject({ action: 'redrive', ids: ['early', 'mid', 'late'] });
   });
 

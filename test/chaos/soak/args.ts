@@ -45,9 +45,27 @@ export const SoakArgsSchema = z
 export type SoakArgs = z.infer<typeof SoakArgsSchema>;
 
 const FLAGS = [
-  'cards', 'minutes', 'seed', 'workers', 'slots', 'lock-ms', 'heartbeat-ms', 'outage-ms', 'restart-delay-ms',
-  'work-min-ms', 'work-max-ms', 'settle-seconds', 'sandbox-kills', 'worker-kills', 'drains', 'redis-kills',
-  'partitions', 'create-failure-windows', 'cancels', 'create-failures', 'netns',
+  'cards',
+  'minutes',
+  'seed',
+  'workers',
+  'slots',
+  'lock-ms',
+  'heartbeat-ms',
+  'outage-ms',
+  'restart-delay-ms',
+  'work-min-ms',
+  'work-max-ms',
+  'settle-seconds',
+  'sandbox-kills',
+  'worker-kills',
+  'drains',
+  'redis-kills',
+  'partitions',
+  'create-failure-windows',
+  'cancels',
+  'create-failures',
+  'netns',
 ] as const;
 
 export const USAGE = `usage: npm run chaos -- [--cards N (200)] [--minutes M (3)] [--seed S (1)] [options]

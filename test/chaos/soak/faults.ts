@@ -134,7 +134,12 @@ export class FaultRunner {
         lanes = undefined;
       }
       const busy = (lanes?.find((l) => l.name === LANE)?.slots ?? []).filter(
-        (s) => s.cardId && s.sandbox?.state === 'live' && s.sandbox.pid !== undefined && envOf(s.sandbox.pid, 'LANES_SANDBOX_ID') === s.sandbox.id && (envOf(s.sandbox.pid, 'LANES_SANDBOX_WORKDIR') ?? '').startsWith(`${this.deps.topology.sandboxDir}/`),
+        (s) =>
+          s.cardId &&
+          s.sandbox?.state === 'live' &&
+          s.sandbox.pid !== undefined &&
+          envOf(s.sandbox.pid, 'LANES_SANDBOX_ID') === s.sandbox.id &&
+          (envOf(s.sandbox.pid, 'LANES_SANDBOX_WORKDIR') ?? '').startsWith(`${this.deps.topology.sandboxDir}/`),
       );
       const slot = busy[Math.floor(pick * busy.length)];
       if (slot?.sandbox?.pid !== undefined) {

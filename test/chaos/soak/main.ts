@@ -170,7 +170,22 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     partitionGraceMs: args.outageMs + args.lockMs,
   };
   // What the soak knows, next to the logs and the ledger, for a post-mortem with --keep.
-  writeFileSync(join(t.dir, 'facts.json'), JSON.stringify({ args, plan, ...input, cards: Object.fromEntries(input.cards), queueEnds: queueEnds && Object.fromEntries(queueEnds), logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] }, enqueued: enqueued }, null, 1));
+  writeFileSync(
+    join(t.dir, 'facts.json'),
+    JSON.stringify(
+      {
+        args,
+        plan,
+        ...input,
+        cards: Object.fromEntries(input.cards),
+        queueEnds: queueEnds && Object.fromEntries(queueEnds),
+        logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] },
+        enqueued: enqueued,
+      },
+      null,
+      1,
+    ),
+  );
   return reconcile(input);
 }
 

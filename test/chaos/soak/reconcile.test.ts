@@ -73,7 +73,8 @@ describe('reconcile: cards', () => {
 
 describe('reconcile: reaps, judged by what the soak knows of the owner', () => {
   const worker: WorkerLife = { label: 'worker-0.0', workerId: 'host-42-abcd1234', startedAtMs: T, endedAtMs: T + 10_000, partitions: [[T + 2_000, T + 4_000]], killed: true };
-  const reapAt = (atMs: number) => input({ workers: [worker], logs: { workerIds: new Map(), reaps: [{ atMs, sandboxId: 'sb', slot: 'host-42-abcd1234-soak-0' }], forgotten: [], deadSandboxes: new Set() } });
+  const reapAt = (atMs: number) =>
+    input({ workers: [worker], logs: { workerIds: new Map(), reaps: [{ atMs, sandboxId: 'sb', slot: 'host-42-abcd1234-soak-0' }], forgotten: [], deadSandboxes: new Set() } });
   it.each<[string, number, 'falseReaps' | 'reapsOfPartitioned' | 'reapsOfDeadOwners']>([
     ['alive, connected', T + 1_000, 'falseReaps'],
     ['inside the partition', T + 3_000, 'reapsOfPartitioned'],

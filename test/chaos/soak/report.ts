@@ -40,7 +40,9 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['board and queue disagree', String(r.boardQueueDisagree), ''],
     ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', ''],
   ];
-  const faults = Object.entries(r.faults).map(([k, n]) => `${k} ×${n}`).join(', ');
+  const faults = Object.entries(r.faults)
+    .map(([k, n]) => `${k} ×${n}`)
+    .join(', ');
   const out = [
     `### Soak ${info.runId}: seed ${info.seed}, ${info.cards} cards, ${info.minutes} min, mode ${info.mode}`,
     '',

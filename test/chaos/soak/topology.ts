@@ -128,9 +128,25 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
   // loopback and to the host end of each worker's veth (nothing else).
   const redisPort = await freePort();
   const redisArgs = [
-    '--port', String(redisPort), '--bind', '127.0.0.1', ...nets.map((n) => n.hostAddress),
-    '--protected-mode', 'no', '--dir', redisDir, '--appendonly', 'yes', '--appendfsync', 'always',
-    '--save', '', '--daemonize', 'no', '--maxmemory-policy', 'noeviction',
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    ...nets.map((n) => n.hostAddress),
+    '--protected-mode',
+    'no',
+    '--dir',
+    redisDir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--maxmemory-policy',
+    'noeviction',
   ];
   let redis: Managed | undefined;
   const startRedis = async () => {
@@ -171,7 +187,15 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
     LANES_LOG_LEVEL: 'info',
   });
   const part = (label: string, command: 'api' | 'supervisor', extra: NodeJS.ProcessEnv = {}) =>
-    spawnManaged({ label, command: process.execPath, args: [LANES_BIN, command], env: { ...common('127.0.0.1', configPath), ...extra }, logPath: join(logsDir, `${label}.log`), cwd: PROJECT_DIR, register });
+    spawnManaged({
+      label,
+      command: process.execPath,
+      args: [LANES_BIN, command],
+      env: { ...common('127.0.0.1', configPath), ...extra },
+      logPath: join(logsDir, `${label}.log`),
+      cwd: PROJECT_DIR,
+      register,
+    });
 
   const api = part('api', 'api', { LANES_PORT: String(apiPort), LANES_HOST: '127.0.0.1' });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
@@ -212,18 +236,24 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
     }
   };
   await waitUntil('the API', readyz, START_TIMEOUT_MS);
-  await waitUntil(`${args.workers * args.slots} live slots`, async () => {
-    for (const m of [api, supervisor, ...instances.map((w) => w.proc)]) {
-      if (!isRunning(m)) throw new Error(`soak: ${m.label} exited during start-up; see ${m.logPath}`);
-    }
-    try {
-      const body = (await (await fetch(`${apiUrl}/v1/lanes`)).json()) as { lanes: Array<{ slots: Array<{ sandbox?: { state: string } }> }> };
-      return (body.lanes[0]?.slots.filter((s) => s.sandbox?.state === 'live').length ?? 0) >= args.workers * args.slots;
-    } catch {
-      return false;
-    }
-  }, START_TIMEOUT_MS);
-  log(`soak ${runId}: mode ${mode}${mode === 'netns' ? ` (workers in ${nets.map((n) => `${n.netns} ${n.nsAddress}`).join(', ')})` : ' (plain processes; a partition is SIGSTOP/SIGCONT of the worker)'}`);
+  await waitUntil(
+    `${args.workers * args.slots} live slots`,
+    async () => {
+      for (const m of [api, supervisor, ...instances.map((w) => w.proc)]) {
+        if (!isRunning(m)) throw new Error(`soak: ${m.label} exited during start-up; see ${m.logPath}`);
+      }
+      try {
+        const body = (await (await fetch(`${apiUrl}/v1/lanes`)).json()) as { lanes: Array<{ slots: Array<{ sandbox?: { state: string } }> }> };
+        return (body.lanes[0]?.slots.filter((s) => s.sandbox?.state === 'live').length ?? 0) >= args.workers * args.slots;
+      } catch {
+        return false;
+      }
+    },
+    START_TIMEOUT_MS,
+  );
+  log(
+    `soak ${runId}: mode ${mode}${mode === 'netns' ? ` (workers in ${nets.map((n) => `${n.netns} ${n.nsAddress}`).join(', ')})` : ' (plain processes; a partition is SIGSTOP/SIGCONT of the worker)'}`,
+  );
   log(`soak ${runId}: redis-server :${redisPort} (AOF, fsync always), api ${apiUrl}, ${args.workers} workers × ${args.slots} slots, run dir ${dir}`);
 
   const current = (index: number) => latest.get(index)!;

@@ -34,7 +34,10 @@ function parseBody(body: unknown, deps: CardRoutesDeps): { cards: Card[]; bulk: 
     try {
       const card = parseCard(input, newId, isBulk ? ['cards', i] : []);
       if (!deps.queues.lane(card.lane)) {
-        const known = deps.queues.all().map((q) => q.name).join(', ');
+        const known = deps.queues
+          .all()
+          .map((q) => q.name)
+          .join(', ');
         issues.push({ path: isBulk ? `cards.${i}.lane` : 'lane', message: `unknown lane "${card.lane}" (known: ${known})` });
       }
       const refused = card.callbackUrl ? callbackIssue(card.callbackUrl, isBulk ? `cards.${i}.callbackUrl` : 'callbackUrl', deps.callbackAllow ?? []) : undefined;

@@ -5,7 +5,10 @@ import { describeIssues, type ValidationIssue } from './validation-issue.js';
 export class ConfigError extends LanesError {
   readonly code = 'CONFIG_INVALID';
   readonly retry = 'permanent' as const;
-  constructor(readonly issues: ValidationIssue[], source = 'config') {
+  constructor(
+    readonly issues: ValidationIssue[],
+    source = 'config',
+  ) {
     super(`invalid ${source}: ${describeIssues(issues)}`);
   }
 }

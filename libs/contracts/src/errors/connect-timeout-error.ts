@@ -4,7 +4,11 @@ import { LanesError } from './lanes-error.js';
 export class ConnectTimeoutError extends LanesError {
   readonly code = 'CONNECT_TIMEOUT';
   readonly retry = 'transient' as const;
-  constructor(readonly provider: string, readonly timeoutMs: number, readonly sandboxId?: string) {
+  constructor(
+    readonly provider: string,
+    readonly timeoutMs: number,
+    readonly sandboxId?: string,
+  ) {
     super(`sandbox${sandboxId ? ` ${sandboxId}` : ''} on ${provider} did not connect within ${timeoutMs} ms`);
   }
 }

@@ -4,7 +4,11 @@ import { LanesError } from './lanes-error.js';
 export class ProviderInvalidError extends LanesError {
   readonly code = 'PROVIDER_INVALID';
   readonly retry = 'permanent' as const;
-  constructor(readonly provider: string, detail: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly provider: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
     super(`provider ${provider} rejected the request: ${detail}`, options);
   }
 }

@@ -4,7 +4,11 @@ import { LanesError } from './lanes-error.js';
 export class ProviderUnavailableError extends LanesError {
   readonly code = 'PROVIDER_UNAVAILABLE';
   readonly retry = 'transient' as const;
-  constructor(readonly provider: string, detail: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly provider: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
     super(`provider ${provider} unavailable: ${detail}`, options);
   }
 }

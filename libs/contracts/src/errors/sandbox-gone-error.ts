@@ -9,7 +9,11 @@ export class SandboxGoneError extends LanesError {
    * poll during the command said exited(137)). Kept as data so recovery needs no second poll.
    */
   readonly observedExitCode: number | undefined;
-  constructor(readonly sandboxId: string, detail?: string, options?: { cause?: unknown; observedExitCode?: number }) {
+  constructor(
+    readonly sandboxId: string,
+    detail?: string,
+    options?: { cause?: unknown; observedExitCode?: number },
+  ) {
     super(`sandbox ${sandboxId} is gone${detail ? `: ${detail}` : ''}`, options);
     this.observedExitCode = options?.observedExitCode;
   }

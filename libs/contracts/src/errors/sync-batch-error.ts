@@ -4,7 +4,12 @@ import { LanesError } from './lanes-error.js';
 export class SyncBatchError extends LanesError {
   readonly code = 'SYNC_BATCH_FAILED';
   readonly retry = 'transient' as const;
-  constructor(readonly batch: number, readonly batches: number, detail: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly batch: number,
+    readonly batches: number,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
     super(`file sync batch ${batch}/${batches} failed: ${detail}`, options);
   }
 }

@@ -5,13 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec, SandboxTags } from '@lanes/contracts';
-import {
-  ConnectTimeoutError,
-  IllegalStateError,
-  ProviderInvalidError,
-  ProviderUnavailableError,
-  defaults,
-} from '@lanes/contracts';
+import { ConnectTimeoutError, IllegalStateError, ProviderInvalidError, ProviderUnavailableError, defaults } from '@lanes/contracts';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { exitCodeOf } from '../exec-result.js';
@@ -22,14 +16,7 @@ import { childrenOf, isAlive, readStat } from '../proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from '../provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from '../sandbox-reaper.js';
 import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
-import {
-  isValidSandboxId,
-  listRecords,
-  readRecord,
-  sandboxDir,
-  writeRecord,
-  type SandboxRecord,
-} from './sandbox-registry.js';
+import { isValidSandboxId, listRecords, readRecord, sandboxDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
 
 /** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
 export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.mjs', import.meta.url));

@@ -221,36 +221,33 @@ export class LocalSandbox implements SandboxHandle {
         settle();
         rejectPromise(error);
       };
-      const id = channel.request(
-        { op: 'exec', argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, graceMs },
-        (event) => {
-          switch (event.t) {
-            case 'started':
-              pgid = event.pid;
-              this.commandGroups.add(event.pid);
-              return;
-            case 'out': {
-              const stream: OutputStream = event.s === 1 ? 'stdout' : 'stderr';
-              (stream === 'stdout' ? stdout : stderr).append(event.d);
-              deliverOutput(options, stream, event.d);
-              return;
-            }
-            case 'exit':
-              settle();
-              resolvePromise({
-                exitCode: event.code,
-                stdout: stdout.toString(),
-                stderr: stderr.toString(),
-                timedOut: event.timedOut,
-                cancelled: event.cancelled,
-                durationMs: now() - startedAtMs,
-              });
-              return;
-            case 'pong':
-              return;
+      const id = channel.request({ op: 'exec', argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, graceMs }, (event) => {
+        switch (event.t) {
+          case 'started':
+            pgid = event.pid;
+            this.commandGroups.add(event.pid);
+            return;
+          case 'out': {
+            const stream: OutputStream = event.s === 1 ? 'stdout' : 'stderr';
+            (stream === 'stdout' ? stdout : stderr).append(event.d);
+            deliverOutput(options, stream, event.d);
+            return;
           }
-        },
-      );
+          case 'exit':
+            settle();
+            resolvePromise({
+              exitCode: event.code,
+              stdout: stdout.toString(),
+              stderr: stderr.toString(),
+              timedOut: event.timedOut,
+              cancelled: event.cancelled,
+              durationMs: now() - startedAtMs,
+            });
+            return;
+          case 'pong':
+            return;
+        }
+      });
       this.inflight.set(id, fail);
       lifecycle.start();
     });

@@ -11,12 +11,7 @@ import {
   TimeoutError,
 } from 'modal';
 import { ClientError, Status } from 'nice-grpc';
-import {
-  LanesError,
-  ProviderInvalidError,
-  ProviderUnavailableError,
-  SandboxGoneError,
-} from '@lanes/contracts';
+import { LanesError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 
 /** The provider name used in every error this module produces. */
 export const MODAL_PROVIDER_NAME = 'modal';

@@ -137,8 +137,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   const execId = ctx.newExecId();
   // The SDK's own timeout only fires if our kill failed: deadline + full escalation + margin,
   // in the whole seconds the SDK accepts (a bad value throws ProviderInvalidError before any call).
-  const backstopMs =
-    options.timeoutMs === undefined ? undefined : sdkTimeoutMs('exec timeoutMs', options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs);
+  const backstopMs = options.timeoutMs === undefined ? undefined : sdkTimeoutMs('exec timeoutMs', options.timeoutMs + 3 * graceMs + ctx.backstopMarginMs);
 
   // Cancelled between leaving the queue and starting: never reaches the sandbox.
   if (options.signal?.aborted) return cancelledBeforeStart(ctx.now() - startedAt);

@@ -1,12 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  ConnectTimeoutError,
-  ProviderInvalidError,
-  ProviderUnavailableError,
-  defaults,
-  type SandboxSpec,
-  type SandboxTags,
-} from '@lanes/contracts';
+import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, defaults, type SandboxSpec, type SandboxTags } from '@lanes/contracts';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { withCallDeadline } from './modal-call-deadline.js';
@@ -196,9 +189,7 @@ export class ModalProvider implements SandboxProvider {
       this.#resources.app(),
       this.#resources.image(spec.image),
       Promise.all((spec.secrets ?? []).map((name) => this.#resources.secret(name))),
-      Promise.all(
-        Object.entries(this.#options.volumes ?? {}).map(async ([path, name]) => [path, await this.#resources.volume(name)] as const),
-      ),
+      Promise.all(Object.entries(this.#options.volumes ?? {}).map(async ([path, name]) => [path, await this.#resources.volume(name)] as const)),
     ]);
     try {
       return await this.#client.sandboxes.create(app, image, {

@@ -31,12 +31,10 @@ export class ModalResources {
   }
 
   app(): Promise<ModalAppLike> {
-    this.#app ??= this.#client.apps
-      .fromName(this.#options.appName, { createIfMissing: true, ...this.#env() })
-      .catch((err: unknown) => {
-        this.#app = undefined;
-        throw toLanesError(err, { kind: 'client' });
-      });
+    this.#app ??= this.#client.apps.fromName(this.#options.appName, { createIfMissing: true, ...this.#env() }).catch((err: unknown) => {
+      this.#app = undefined;
+      throw toLanesError(err, { kind: 'client' });
+    });
     return this.#app;
   }
 

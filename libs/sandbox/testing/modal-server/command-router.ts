@@ -29,8 +29,7 @@ function exitMessage(exit: ExecExit | undefined): object {
  * stdin, poll and wait for the commands of one sandbox's task, on real local processes.
  */
 export function commandRouter(state: ModalServerState, behaviour: RouterBehaviour): Handlers {
-  const gone = (sandbox: ServerSandbox): ServerError =>
-    new ServerError(behaviour.finishedTaskCode, `task ${sandbox.taskId} of sandbox ${sandbox.id} is not running`);
+  const gone = (sandbox: ServerSandbox): ServerError => new ServerError(behaviour.finishedTaskCode, `task ${sandbox.taskId} of sandbox ${sandbox.id} is not running`);
 
   const liveTask = (taskId: string): ServerSandbox => {
     const sandbox = state.sandboxByTask(taskId);

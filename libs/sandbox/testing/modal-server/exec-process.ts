@@ -9,7 +9,19 @@ const FS_TOOLS_SCRIPT = fileURLToPath(new URL('./fs-tools.mjs', import.meta.url)
 /** How an exec ended, as TaskExecWait reports it: an exit code, or the signal that killed it. */
 export type ExecExit = { code: number } | { signal: number };
 
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGSEGV: 11,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
 
 export interface ExecSpawnSpec {
   execId: string;

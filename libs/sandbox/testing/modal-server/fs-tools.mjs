@@ -6,7 +6,15 @@
 import { mkdirSync, readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-const KINDS = { ENOENT: 'NotFound', EISDIR: 'IsDirectory', ENOTDIR: 'NotDirectory', EACCES: 'PermissionDenied', EPERM: 'PermissionDenied', EEXIST: 'PathAlreadyExists', ENOTEMPTY: 'DirectoryNotEmpty' };
+const KINDS = {
+  ENOENT: 'NotFound',
+  EISDIR: 'IsDirectory',
+  ENOTDIR: 'NotDirectory',
+  EACCES: 'PermissionDenied',
+  EPERM: 'PermissionDenied',
+  EEXIST: 'PathAlreadyExists',
+  ENOTEMPTY: 'DirectoryNotEmpty',
+};
 
 function fail(err) {
   process.stderr.write(JSON.stringify({ error_kind: KINDS[err.code] ?? 'Other', message: err.message, detail: '' }));

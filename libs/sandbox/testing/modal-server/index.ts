@@ -91,7 +91,8 @@ function complete(definition: ServiceDefinition, handlers: Handlers): Handlers {
     out[name] =
       handlers[name] ??
       (streaming
-        ? async function* () {
+        ? // biome-ignore lint/correctness/useYield: an unimplemented stream fails before its first message
+          async function* () {
             throw unimplemented;
           }
         : async () => {
@@ -115,7 +116,13 @@ export async function startModalServer(): Promise<LocalModalServer> {
 
   let routerUrl = '';
   const cp: Server = createServer().use(faultMiddleware(faults, 'ModalClient', sandboxOf));
-  cp.add(defs.ModalClientDefinition as never, complete(defs.ModalClientDefinition, controlPlane(state, () => routerUrl)) as never);
+  cp.add(
+    defs.ModalClientDefinition as never,
+    complete(
+      defs.ModalClientDefinition,
+      controlPlane(state, () => routerUrl),
+    ) as never,
+  );
   const tcr: Server = createServer().use(faultMiddleware(faults, 'TaskCommandRouter', sandboxOf));
   tcr.add(defs.TaskCommandRouterDefinition as never, complete(defs.TaskCommandRouterDefinition, commandRouter(state, router)) as never);
   const cpPort = await cp.listen('127.0.0.1:0');
