@@ -6,7 +6,8 @@ import { createRedis, keys } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 /** Short, so the outage outlasts it quickly; the kill grace is short so the fence margin fits inside. */
-const LOCK_DURATION_MS = 2_500;
+/** At least 5 s: the fence-before-expiry bound below is the lock itself, and no test bound is under 5 s. */
+const LOCK_DURATION_MS = 5_000;
 /** Redis stays down this much longer than the lock: every lock it held has expired when it returns. */
 const OUTAGE_BEYOND_LOCK_MS = 1_000;
 

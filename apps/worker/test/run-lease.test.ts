@@ -6,7 +6,8 @@ import { QUEUE_PREFIX, createRedis, keys } from '@lanes/queue';
 import { startRedis, testLog, waitFor, type TestRedis } from '../../../test/harness/index.js';
 import { RunLease, type FenceDecision } from '../src/run-lease.js';
 
-const LOCK_DURATION_MS = 1_500;
+/** At least 5 s: the fence-before-expiry bound below is the lock itself, and no test bound is under 5 s. */
+const LOCK_DURATION_MS = 5_000;
 const KILL_GRACE_MS = 100;
 
 /**

@@ -33,7 +33,12 @@ export interface ContractFixture {
 
 const DEFAULT_CONTRACT_GRACE_MS = 200;
 /** Slack on top of the kill escalation for process start-up and scheduling on a loaded CI box. */
-const SCHEDULING_SLACK_MS = 2_000;
+/**
+ * Every long command here is `sleep 30`: ending well before it proves the kill (or the death) ended
+ * it, not the command itself. How fast is a benchmark's figure (bench/sandbox-exec.ts reports cancel
+ * latency), not a test's.
+ */
+const COMMAND_SLEEP_MS = 30_000;
 /** A cancelled command must leave nothing running; remote providers get this long to show it. */
 const TREE_GONE_TIMEOUT_MS = 3_000;
 
@@ -65,13 +70,10 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
     let fixture: ContractFixture;
     let created: SandboxHandle[] = [];
     let graceMs = DEFAULT_CONTRACT_GRACE_MS;
-    /** Upper bound for a cancel: SIGINT + SIGTERM graces, then SIGKILL, plus scheduling slack. */
-    let cancelBoundMs = 0;
 
     beforeEach(async () => {
       fixture = await setup();
       graceMs = fixture.killGraceMs ?? DEFAULT_CONTRACT_GRACE_MS;
-      cancelBoundMs = 2 * graceMs + SCHEDULING_SLACK_MS;
       created = [];
     });
 
@@ -115,7 +117,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const abortedAtMs = Date.now();
       abort.abort();
       const result = await running;
-      expect(Date.now() - abortedAtMs).toBeLessThan(cancelBoundMs);
+      expect(Date.now() - abortedAtMs).toBeLessThan(COMMAND_SLEEP_MS);
       expect(result).toMatchObject({ cancelled: true, timedOut: false });
       expect(result.exitCode).not.toBe(0);
 
@@ -132,7 +134,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       expect(result).toMatchObject({ timedOut: true, cancelled: false });
       expect(result.exitCode).not.toBe(0);
       expect(result.durationMs).toBeGreaterThanOrEqual(timeoutMs);
-      expect(result.durationMs).toBeLessThan(timeoutMs + cancelBoundMs);
+      expect(result.durationMs).toBeLessThan(COMMAND_SLEEP_MS);
 
       await expectHealthy(handle, id);
     });
@@ -162,7 +164,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const abortedAtMs = Date.now();
       abort.abort();
       const result = await running;
-      expect(Date.now() - abortedAtMs).toBeLessThan(cancelBoundMs);
+      expect(Date.now() - abortedAtMs).toBeLessThan(COMMAND_SLEEP_MS);
       expect(result.cancelled).toBe(true);
 
       await waitFor('no process of the tree left inside the sandbox', async () => (await liveMarked(handle, nonce)) === '', {
@@ -287,11 +289,13 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const watcher = outputWatcher('started');
       const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { signal: abort.signal, killGraceMs: graceMs, onOutput: watcher.onOutput });
       await watcher.seen;
-      const startedAtMs = Date.now();
+      let commandEnded = false;
+      void running.finally(() => (commandEnded = true));
       expect(await handle.poll()).toEqual({ state: 'live' });
       await handle.writeFile(`${handle.workdir}/during.txt`, 'during');
       expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/during.txt`))).toBe('during');
-      expect(Date.now() - startedAtMs).toBeLessThan(SCHEDULING_SLACK_MS);
+      // Answered while the command still runs: the control channel did not wait behind it.
+      expect(commandEnded).toBe(false);
       abort.abort();
       await running;
     });
@@ -312,7 +316,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const killedAtMs = Date.now();
       await fixture.killRoot(handle);
       expect(await settled).toBeInstanceOf(SandboxGoneError);
-      expect(Date.now() - killedAtMs).toBeLessThan(SCHEDULING_SLACK_MS);
+      expect(Date.now() - killedAtMs).toBeLessThan(COMMAND_SLEEP_MS);
       await expect(handle.exec(['echo', 'hi'])).rejects.toBeInstanceOf(SandboxGoneError);
       const polled = await handle.poll();
       expect(polled.state).toBe('exited');
