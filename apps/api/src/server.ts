@@ -69,7 +69,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const metrics = createMetrics(statusDeps);
   healthRoutes(app, { redis });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
-  laneRoutes(app, statusDeps);
+  laneRoutes(app, { ...statusDeps, redis });
   eventRoutes(app, { redis });
   app.get('/metrics', async (_request, reply) => {
     await metrics.refresh();
