@@ -1,0 +1,163 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { PROJECT_DIR } from '@lanes/cli';
+import { LanesEnvSchema, parseLanesConfig } from '@lanes/contracts';
+import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+
+/** No cluster runs here: the manifests are checked against the repo, and their API paths against a running API. */
+const dir = join(PROJECT_DIR, 'deploy/k8s');
+const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+const cliMain = readFileSync(join(PROJECT_DIR, 'apps/cli/src/main.ts'), 'utf8');
+const dockerfile = readFileSync(join(PROJECT_DIR, 'Dockerfile'), 'utf8');
+
+interface Container {
+  name: string;
+  args?: string[];
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+  ports?: Array<{ name: string; containerPort: number }>;
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  lifecycle?: { preStop?: { exec?: { command: string[] } } };
+}
+// biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML, narrowed where read
+type Doc = { kind: string; apiVersion: string; metadata: { name: string; namespace?: string }; spec?: any; data?: Record<string, string> };
+
+const docs: Array<{ file: string; doc: Doc }> = files.flatMap((file) =>
+  parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((d) => {
+    if (d.errors.length) throw new Error(`${file}: ${d.errors.map((e) => e.message).join('; ')}`);
+    return { file, doc: d.toJS() as Doc };
+  }),
+);
+const find = (kind: string, name: string): Doc => {
+  const hit = docs.find((d) => d.doc.kind === kind && d.doc.metadata.name === name);
+  if (!hit) throw new Error(`no ${kind} ${name} in deploy/k8s`);
+  return hit.doc;
+};
+const deployments = docs.filter((d) => d.doc.kind === 'Deployment').map((d) => d.doc);
+const containers = (d: Doc): Container[] => d.spec.template.spec.containers;
+const config = parseLanesConfig(JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!));
+const scaled = find('ScaledObject', 'lanes-worker');
+const trigger = scaled.spec.triggers.find((t: { type: string }) => t.type === 'metrics-api') as {
+  metadata: { url: string; valueLocation: string; authMode: string; targetValue: string };
+  authenticationRef: { name: string };
+};
+
+/** Read a GJSON path of plain dotted keys (all the manifests use) from a JSON body. */
+const atPath = (body: unknown, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], body);
+
+describe('deploy/k8s manifests', () => {
+  it('every YAML file parses, and every document has a kind, an apiVersion and the lanes namespace', () => {
+    expect(files.length).toBeGreaterThanOrEqual(6);
+    for (const { file, doc } of docs) {
+      expect(doc.kind, file).toBeTruthy();
+      expect(doc.apiVersion, file).toBeTruthy();
+      if (doc.kind !== 'Namespace') expect(doc.metadata.namespace, `${file} ${doc.kind}`).toBe('lanes');
+    }
+  });
+
+  it('deploys the api, the supervisor and the workers, each running a real lanes subcommand of the image', () => {
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['lanes-api', 'lanes-supervisor', 'lanes-worker']);
+    for (const d of deployments) {
+      const [command] = containers(d)[0]!.args!;
+      expect(cliMain, `${d.metadata.name} runs ${command}`).toContain(`case '${command}':`);
+    }
+  });
+
+  it('sets only env vars the config reads, and takes tokens, Redis and Modal credentials from a Secret', () => {
+    const known = Object.keys(LanesEnvSchema.shape);
+    const secret = new Set(['REDIS_URL', 'LANES_API_TOKENS', 'MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET']);
+    for (const d of deployments) {
+      for (const c of containers(d)) {
+        for (const e of c.env ?? []) {
+          expect(known, `${d.metadata.name}: ${e.name}`).toContain(e.name);
+          if (secret.has(e.name)) expect(e.valueFrom?.secretKeyRef?.name, `${d.metadata.name}: ${e.name}`).toBe('lanes-secrets');
+        }
+      }
+    }
+  });
+
+  it('mounts a lanes config that validates, at the LANES_CONFIG path', () => {
+    expect(config.lanes.length).toBeGreaterThan(0);
+    for (const d of deployments) {
+      const c = containers(d)[0]!;
+      expect(c.env!.find((e) => e.name === 'LANES_CONFIG')!.value).toBe('/etc/lanes/lanes.json');
+    }
+  });
+
+  it('gives workers a grace period that covers the drain, and a preStop that drains the entrypoint', () => {
+    const worker = find('Deployment', 'lanes-worker');
+    const graceMs = worker.spec.template.spec.terminationGracePeriodSeconds * 1_000;
+    // Drain: each running card is stopped (SIGINT → killGraceMs → SIGTERM → killGraceMs → SIGKILL),
+    // handed back, then sandboxes are terminated; this allowance is for the provider's terminate calls.
+    const TERMINATE_ALLOWANCE_MS = 30_000;
+    for (const lane of config.lanes) expect(graceMs, lane.name).toBeGreaterThanOrEqual(2 * lane.killGraceMs + TERMINATE_ALLOWANCE_MS);
+    const preStop = containers(worker)[0]!.lifecycle!.preStop!.exec!.command.join(' ');
+    expect(preStop).toContain('kill -TERM 1');
+    // PID 1 must be the lanes process itself (exec-form ENTRYPOINT, no shell), or the TERM misses it.
+    expect(dockerfile).toContain('ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]');
+    // …and that process drains on SIGTERM.
+    expect(readFileSync(join(PROJECT_DIR, 'apps/cli/src/up.ts'), 'utf8')).toContain("process.once('SIGTERM', shutdown)");
+  });
+
+  it('points the api Service at the container port, and the ScaledObject at the Service and the worker Deployment', () => {
+    const service = find('Service', 'lanes-api');
+    const api = containers(find('Deployment', 'lanes-api'))[0]!;
+    const port = service.spec.ports[0];
+    expect(api.ports!.map((p) => p.name)).toContain(port.targetPort);
+    expect(service.spec.selector).toEqual(find('Deployment', 'lanes-api').spec.selector.matchLabels);
+    const url = new URL(trigger.metadata.url);
+    expect(url.hostname).toBe(`${service.metadata.name}.${service.metadata.namespace}.svc.cluster.local`);
+    expect(Number(url.port)).toBe(port.port);
+    expect(scaled.spec.scaleTargetRef.name).toBe('lanes-worker');
+    const lane = url.pathname.match(/^\/v1\/lanes\/([^/]+)\/scale$/)?.[1];
+    expect(config.lanes.map((l) => l.name)).toContain(lane);
+  });
+
+  it('authenticates the KEDA trigger with a bearer token from the Secret', () => {
+    expect(trigger.metadata.authMode).toBe('bearer');
+    const auth = find('TriggerAuthentication', trigger.authenticationRef.name);
+    expect(auth.spec.secretTargetRef).toEqual([expect.objectContaining({ parameter: 'token', name: 'lanes-secrets' })]);
+  });
+
+  it('has PodDisruptionBudgets selecting the workers and the api', () => {
+    const pdbs = docs.filter((d) => d.doc.kind === 'PodDisruptionBudget').map((d) => d.doc.spec.selector.matchLabels);
+    for (const name of ['lanes-worker', 'lanes-api']) expect(pdbs).toContainEqual(find('Deployment', name).spec.selector.matchLabels);
+  });
+});
+
+describe('deploy/k8s paths against a running API', () => {
+  const TOKEN = 'k8s-static-token';
+  let redis: TestRedis;
+  let t: TestStack;
+  beforeAll(async () => {
+    redis = await startRedis();
+    // The manifests' own lanes config; only the API runs, so the in-image agent path is never used.
+    t = await startTestStack(redis.url, JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes, {
+      tokens: [TOKEN],
+      parts: { api: true, worker: false, supervisor: false },
+    });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+  });
+
+  it("the ScaledObject's URL path answers with a number at its valueLocation, and 401 without the token", async () => {
+    const path = new URL(trigger.metadata.url).pathname;
+    expect((await fetch(`${t.stack.url}${path}`)).status).toBe(401);
+    const res = await fetch(`${t.stack.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const value = atPath(await res.json(), trigger.metadata.valueLocation);
+    expect(typeof value).toBe('number');
+    // Idle lane: minSlots of the lane over its slots per worker.
+    const lane = config.lanes[0]!;
+    expect(value).toBe(Math.ceil(lane.minSlots / lane.slots));
+  });
+
+  it.each(['liveness', 'readiness'] as const)('the api %s probe path answers 200', async (kind) => {
+    const probe = containers(find('Deployment', 'lanes-api'))[0]![`${kind}Probe`]!.httpGet!;
+    expect((await fetch(`${t.stack.url}${probe.path}`)).status).toBe(200);
+  });
+});
