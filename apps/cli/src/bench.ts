@@ -6,6 +6,8 @@ import { PROJECT_DIR } from './paths.js';
 const BENCHES: Record<string, string> = {
   sandbox: 'bench/sandbox-exec.ts',
   respawn: 'bench/respawn.ts',
+  throughput: 'bench/throughput.ts',
+  enqueue: 'bench/enqueue.ts',
 };
 
 /** Runs each benchmark script in its own process (so timings are not disturbed by this one) and streams its table. */

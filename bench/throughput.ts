@@ -1,0 +1,171 @@
+/**
+ * Card throughput and the Redis cost of one card, beside a bare BullMQ worker, in one run.
+ *
+ *   npx tsx --conditions=@lanes/source bench/throughput.ts [--cards N] [--rt-cards K]
+ *
+ * 1. Throughput. N trivial cards (`agent: ["true"]`) through the whole stack in this process (API,
+ *    worker with 4 slots on local sandboxes, supervisor), posted in bulks of 100, timed from the
+ *    first POST to the last job completed. Baseline: a bare BullMQ `Worker` (concurrency 4) that
+ *    spawns `true` for each job, fed by `Queue.addBulk` of 100, on the same redis-server.
+ *    Both sides are timed by the same poll of the queue's completed set.
+ * 2. Redis commands per card. `MONITOR` on its own connection counts every command the stack sends
+ *    while K cards go, one at a time, from POST to done; the background rate (heartbeats,
+ *    supervisor ticks, blocking pops), counted over an idle window first, is subtracted. The bench's
+ *    own polling connection is left out by its address. Commands run inside Lua scripts are counted
+ *    apart: they cost Redis time but no round trip.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
+import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+
+const { values } = parseArgs({ options: { cards: { type: 'string', default: '400' }, 'rt-cards': { type: 'string', default: '20' } } });
+const CARDS = Number(values.cards);
+const RT_CARDS = Number(values['rt-cards']);
+const SLOTS = 4;
+const BULK = 100;
+const LANE = 'bench';
+/** The completion poll; a finer poll would add load to the Redis being measured. */
+const POLL_MS = 10;
+/** Long enough to see several heartbeat and supervisor periods, so the background rate is stable. */
+const IDLE_WINDOW_MS = 3_000;
+const RUN_TIMEOUT_MS = 300_000;
+
+const redis = await startRedis();
+const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-throughput-'));
+const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+const completed = (queue: string) => conn.zcard(`${QUEUE_PREFIX}:${queue}:completed`);
+const untilCompleted = (queue: string, n: number) =>
+  waitFor(`${n} completed on ${queue}`, async () => (await completed(queue)) >= n || undefined, { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS });
+
+const result: Record<string, unknown> = { cards: CARDS, slots: SLOTS };
+try {
+  // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
+  const bareQueue = new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
+  const bareConn = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const bareWorker = new Worker(
+    'bare',
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn('true', [], { stdio: 'ignore' });
+        child.once('error', reject);
+        child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
+      }),
+    { connection: bareConn, prefix: QUEUE_PREFIX, concurrency: SLOTS },
+  );
+  const bareAdd = async (from: number, n: number) => {
+    for (let i = from; i < from + n; i += BULK) {
+      const count = Math.min(BULK, from + n - i);
+      await bareQueue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${i + k}` } })));
+    }
+  };
+  await bareWorker.waitUntilReady();
+  await bareAdd(0, 20);
+  await untilCompleted('bare', 20);
+  const bareT0 = performance.now();
+  await bareAdd(20, CARDS);
+  await untilCompleted('bare', 20 + CARDS);
+  const bareMs = performance.now() - bareT0;
+  await bareWorker.close();
+  await bareQueue.close();
+  bareConn.disconnect();
+
+  // --- lanes: the whole stack, 4 slots, agent `true` ---
+  const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['true'] }], { sandboxDir: join(dir, 'stack') });
+  const queue = queueName(LANE);
+  const post = async (from: number, n: number) => {
+    for (let i = from; i < from + n; i += BULK) {
+      const cards = Array.from({ length: Math.min(BULK, from + n - i) }, (_, k) => ({ id: `card-${i + k}`, lane: LANE, title: 'trivial' }));
+      const res = await t.api.request('POST', '/v1/cards', { cards });
+      if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+    }
+  };
+  let lanesMs: number;
+  const perCard: { client: Map<string, number>; lua: Map<string, number> } = { client: new Map(), lua: new Map() };
+  try {
+    // Warm-up: all slots get a live sandbox before the clock starts.
+    await post(0, 20);
+    await untilCompleted(queue, 20);
+    const lanesT0 = performance.now();
+    await post(20, CARDS);
+    await untilCompleted(queue, 20 + CARDS);
+    lanesMs = performance.now() - lanesT0;
+    const states = await Promise.all(Array.from({ length: 20 + CARDS }, (_, i) => conn.hget(keys.card(`card-${i}`), 'state')));
+    const notDone = states.filter((s) => s !== 'done').length;
+    if (notDone > 0) throw new Error(`${notDone} cards not done`);
+
+    // --- Redis commands per card, by MONITOR ---
+    const monitorBase = new Redis(redis.url);
+    const monitor = await monitorBase.monitor();
+    const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
+    let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === own) return;
+      const m = source === 'lua' ? counts.lua : counts.client;
+      const name = String(args[0]).toLowerCase();
+      m.set(name, (m.get(name) ?? 0) + 1);
+    });
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
+    const idleMs = performance.now() - idleT0;
+    const idle = counts;
+    counts = { client: new Map(), lua: new Map() };
+    const runT0 = performance.now();
+    const base = 20 + CARDS;
+    for (let i = 0; i < RT_CARDS; i++) {
+      const res = await t.api.request('POST', '/v1/cards', { id: `rt-${i}`, lane: LANE, title: 'trivial' });
+      if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+      await untilCompleted(queue, base + i + 1);
+    }
+    const runMs = performance.now() - runT0;
+    const run = counts;
+    monitor.disconnect();
+    monitorBase.disconnect();
+    for (const kind of ['client', 'lua'] as const) {
+      for (const [name, n] of run[kind]) {
+        const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
+        if (net >= 0.05) perCard[kind].set(name, net);
+      }
+    }
+  } finally {
+    await t.stop();
+  }
+
+  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  const lanesRate = (CARDS / lanesMs) * 1000;
+  const bareRate = (CARDS / bareMs) * 1000;
+  const ratio = lanesRate / bareRate;
+  const sorted = (m: Map<string, number>) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Number(v.toFixed(2))]));
+  Object.assign(result, {
+    lanesCardsPerS: Number(lanesRate.toFixed(1)),
+    bareJobsPerS: Number(bareRate.toFixed(1)),
+    ratio: Number(ratio.toFixed(3)),
+    redisClientCommandsPerCard: Number(sum(perCard.client).toFixed(1)),
+    redisLuaCommandsPerCard: Number(sum(perCard.lua).toFixed(1)),
+    rtCards: RT_CARDS,
+    clientCommands: sorted(perCard.client),
+    luaCommands: sorted(perCard.lua),
+  });
+
+  console.log(`\nthroughput benchmark (local provider, ${SLOTS} slots, ${CARDS} cards, agent \`true\`)\n`);
+  console.log('| measurement | lanes | bare baseline | ratio | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(`| trivial cards, ${SLOTS} slots | ${lanesRate.toFixed(0)} cards/s | ${bareRate.toFixed(0)} jobs/s | ${ratio.toFixed(2)}× | ≥ 0.6× ${ratio >= 0.6 ? '✔' : '✘'} |`);
+  const clientPerCard = sum(perCard.client);
+  console.log(
+    `| Redis commands per card, sent by clients (≥ round trips) | ${clientPerCard.toFixed(1)} | | | ≤ 12 round trips ${clientPerCard <= 12 ? '✔' : '✘ (or pipelined: see README)'} |`,
+  );
+  console.log(`| Redis commands per card, inside Lua scripts | ${sum(perCard.lua).toFixed(1)} | | | |`);
+  console.log(`\nper card, client commands: ${JSON.stringify(sorted(perCard.client))}`);
+  console.log(`per card, Lua commands: ${JSON.stringify(sorted(perCard.lua))}`);
+  console.log(`BENCH_JSON ${JSON.stringify({ bench: 'throughput', ...result })}`);
+} finally {
+  conn.disconnect();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
