@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { parseLanesConfig } from '@lanes/contracts';
 import { EventLog, FleetStore, createRedis } from '@lanes/queue';
-import { createProviderRegistry } from '@lanes/sandbox';
+import { createProviderRegistry, isAlive } from '@lanes/sandbox';
 import { createSupervisorApp, type SupervisorApp } from '@lanes/supervisor';
 import { spawnWorker, startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
@@ -16,15 +16,6 @@ const HEARTBEAT_TIMEOUT_MS = 2 * HEARTBEAT_INTERVAL_MS;
 /** The fault itself: Redis stays down three heartbeat timeouts, as a managed-Redis failover outlasts the defaults. */
 const OUTAGE_MS = 3 * HEARTBEAT_TIMEOUT_MS;
 const lane = { name: 'outage', slots: 1, agent: [process.execPath, DEMO_AGENT] };
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function reapedEvents(url: string) {
   const conn = new Redis(url);
@@ -79,7 +70,7 @@ describe('chaos: Redis down longer than the heartbeat timeout', () => {
     await waitFor('the worker to be judged alive after the outage', async () => (await t!.api.lanes())[0]!.slots[0]?.workerLiveness === 'alive');
     // The supervisor has had more than a full timeout of visibility since Redis came back.
     await t.stack.supervisor!.sweep();
-    expect(alive(slot.sandbox!.pid!)).toBe(true);
+    expect(isAlive(slot.sandbox!.pid!)).toBe(true);
     expect(await reapedEvents(redis.url)).toEqual([]);
   }, 60_000);
 });
@@ -165,11 +156,11 @@ describe('a worker silent on Redis but still running (cut off, or stalled)', () 
       process.kill(worker.child.pid!, 'SIGSTOP');
       await waitFor('the supervisor to judge the silent worker gone', async () => (await fleet.liveness())[slot.worker]?.liveness === 'gone');
       await t.stack.supervisor!.sweep();
-      expect(alive(slot.sandbox!.pid!)).toBe(true);
+      expect(isAlive(slot.sandbox!.pid!)).toBe(true);
       expect(await reapedEvents(redis.url)).toEqual([]);
       process.kill(worker.child.pid!, 'SIGCONT');
       await waitFor('the worker to be judged alive again', async () => (await fleet.liveness())[slot.worker]?.liveness === 'alive');
-      expect(alive(slot.sandbox!.pid!)).toBe(true);
+      expect(isAlive(slot.sandbox!.pid!)).toBe(true);
     } finally {
       conn.disconnect();
     }

@@ -5,23 +5,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog, FleetStore } from '@lanes/queue';
-import { createLocalProvider, sandboxMembers, type LocalSandboxProvider } from '@lanes/sandbox';
+import { createLocalProvider, sandboxMembers, type LocalSandboxProvider, isAlive } from '@lanes/sandbox';
 import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const HEARTBEAT_INTERVAL_MS = 500;
 /** The worker's lock: the supervisor reaps a gone worker's sandboxes only once its silence outlasts it. */
 const LOCK_DURATION_MS = 3_000;
 const lane = { name: 'orph', slots: 2, agent: [process.execPath, DEMO_AGENT] };
-
-/** Alive and not a zombie: an orphan's zombie waits for whatever init reaps it, which is not ours to time. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 describe('a worker SIGKILLed mid-card', () => {
   let redis: TestRedis;
@@ -77,7 +67,7 @@ describe('a worker SIGKILLed mid-card', () => {
     const { ownerPid: _pid, ownerStartTime: _start, ...oldRecord } = JSON.parse(readFileSync(recordFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(recordFile, JSON.stringify(oldRecord));
     await t.stack.supervisor!.sweep();
-    expect(alive(leftover.pid!)).toBe(true);
+    expect(isAlive(leftover.pid!)).toBe(true);
     expect(sandboxIds.every((id) => sandboxMembers(id).length > 0)).toBe(true);
 
     await worker.crash();
@@ -94,7 +84,7 @@ describe('a worker SIGKILLed mid-card', () => {
       // The worker's own sandboxes had already ended with it; the supervisor reaped only the leftover.
       expect(reaped.map((e) => e.sandboxId)).toEqual([leftover.id]);
       expect(reaped[0]!.data?.owner).toBe(owner);
-      expect(alive(leftover.pid!)).toBe(false);
+      expect(isAlive(leftover.pid!)).toBe(false);
       // With nothing left to reap on its behalf, the dead worker's records go too, and so do the dirs.
       const fleet = new FleetStore(conn);
       await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.beats())));

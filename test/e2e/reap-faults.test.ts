@@ -6,22 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { ProviderUnavailableError } from '@lanes/contracts';
 import { EventLog, FleetStore } from '@lanes/queue';
-import { createLocalProvider, type LocalSandboxProvider, type SandboxProvider } from '@lanes/sandbox';
+import { createLocalProvider, type LocalSandboxProvider, type SandboxProvider, isAlive } from '@lanes/sandbox';
 import { spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 const HEARTBEAT_INTERVAL_MS = 500;
 /** The worker's lock: the supervisor reaps a gone worker's sandboxes only once its silence outlasts it. */
 const LOCK_DURATION_MS = 3_000;
 const lane = { name: 'reapf', slots: 1, agent: [process.execPath, DEMO_AGENT] };
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** The supervisor's reaping when its provider cannot list, or refuses a terminate: unknown never destroys, a refusal is retried. */
 describe('supervisor reaping with a misbehaving provider', () => {
@@ -106,7 +97,7 @@ describe('supervisor reaping with a misbehaving provider', () => {
     const failuresWhenGone = faults.listFailures;
     await waitFor('two more sweeps that could not list', () => faults.listFailures >= failuresWhenGone + 2);
     // Could not list: nothing is known about its sandboxes, so nothing is reaped and its record stays.
-    expect(alive(leftover.pid!)).toBe(true);
+    expect(isAlive(leftover.pid!)).toBe(true);
     expect(faults.terminated).toEqual([]);
     try {
       expect(owner in (await fleet.beats())).toBe(true);
@@ -118,7 +109,7 @@ describe('supervisor reaping with a misbehaving provider', () => {
       expect(reaped.data?.owner).toBe(owner);
       // The first terminate was refused; the next sweep tried again.
       expect(faults.terminated.filter((id) => id === leftover.id)).toHaveLength(2);
-      expect(alive(leftover.pid!)).toBe(false);
+      expect(isAlive(leftover.pid!)).toBe(false);
       await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.beats())));
     } finally {
       conn.disconnect();
