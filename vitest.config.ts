@@ -12,8 +12,8 @@ const conditions = ['@lanes/source', 'import', 'node', 'default'];
 const COVERAGE_FLOORS = {
   // functions 93: which error handlers run (a 503 while Redis reconnects) varies run to run; 94.9–95.x seen.
   'apps/api/src/**': { statements: 95, branches: 82, functions: 93, lines: 96 },
-  // functions 74, not 76: `lanes tail` and `status --watch` came in tested end to end through the real binary (child processes).
-  'apps/cli/src/**': { statements: 69, branches: 56, functions: 74, lines: 67 },
+  // functions 72: `lanes tail` and `status --watch` are tested end to end through the real binary (child processes); 74.4% measured.
+  'apps/cli/src/**': { statements: 69, branches: 56, functions: 72, lines: 67 },
   'apps/supervisor/src/**': { statements: 94, branches: 79, functions: 95, lines: 95 },
   'apps/worker/src/**': { statements: 90, branches: 83, functions: 88, lines: 93 },
   'libs/contracts/src/**': { statements: 93, branches: 84, functions: 91, lines: 95 },
