@@ -69,18 +69,38 @@ const RANGES: ReadonlyArray<{ kind: Exclude<AddressKind, 'public'>; cidr: string
   { kind: 'private', cidr: '192.168.0.0/16' },
   // Carrier-grade NAT space is private to a provider's network, as reachable from inside as RFC 1918.
   { kind: 'private', cidr: '100.64.0.0/10' },
+  // Local-use NAT64 (RFC 8215): the operator picks where the IPv4 sits, so the whole prefix is inward.
+  { kind: 'private', cidr: '64:ff9b:1::/48' },
   { kind: 'private', cidr: 'fc00::/7' },
   { kind: 'link-local', cidr: '169.254.0.0/16' },
   { kind: 'link-local', cidr: 'fe80::/10' },
 ];
 const PARSED_RANGES = RANGES.map((r) => ({ kind: r.kind, rule: parseCidr(r.cidr)! }));
 
-/** What kind of address an IP literal is; undefined when the text is not an IP. */
+const NAT64_PREFIX = 0x64ff9bn << 96n;
+const SIX_TO_FOUR_PREFIX = 0x2002n;
+const V4_MASK = 0xffffffffn;
+
+/**
+ * The IPv4 address an IPv6 one carries to a v4 host: NAT64's well-known prefix (64:ff9b::/96, the
+ * low 32 bits) and 6to4 (2002:AABB:CCDD::/48). Such an address reaches that IPv4 host, so it is judged as it.
+ */
+function embeddedV4(ip: Ip): Ip | undefined {
+  if (ip.family !== 6) return undefined;
+  if (ip.value >> 32n === NAT64_PREFIX >> 32n) return { family: 4, value: ip.value & V4_MASK };
+  if (ip.value >> 112n === SIX_TO_FOUR_PREFIX) return { family: 4, value: (ip.value >> 80n) & V4_MASK };
+  return undefined;
+}
+
+const kindOf = (ip: Ip): AddressKind => PARSED_RANGES.find(({ rule }) => inRange(ip, rule.family, rule.value, rule.bits))?.kind ?? 'public';
+
+/** What kind of address an IP literal is (an IPv6 one carrying an IPv4 is that IPv4's kind); undefined when the text is not an IP. */
 export function classifyAddress(address: string): AddressKind | undefined {
   const ip = parseIp(address);
   if (!ip) return undefined;
-  const hit = PARSED_RANGES.find(({ rule }) => inRange(ip, rule.family, rule.value, rule.bits));
-  return hit?.kind ?? 'public';
+  const own = kindOf(ip);
+  const carried = embeddedV4(ip);
+  return own === 'public' && carried ? kindOf(carried) : own;
 }
 
 function parseCidr(text: string): Extract<CallbackAllowRule, { kind: 'cidr' }> | undefined {
@@ -128,7 +148,8 @@ export function evaluateCallbackTarget(host: string, address: string, allow: rea
   }
   const kind = classifyAddress(address)!;
   if (kind === 'public') return { action: 'allow', reason: `${address} is a public address` };
-  const rule = allow.find((r) => r.kind === 'cidr' && inRange(ip, r.family, r.value, r.bits));
+  const carried = embeddedV4(ip);
+  const rule = allow.find((r) => r.kind === 'cidr' && (inRange(ip, r.family, r.value, r.bits) || (carried !== undefined && inRange(carried, r.family, r.value, r.bits))));
   if (rule && rule.kind === 'cidr') return { action: 'allow', reason: `${address} is ${kind} but in LANES_CALLBACK_ALLOW (${rule.text})` };
   return { action: 'refuse', kind, reason: `${address} is a ${kind} address; set LANES_CALLBACK_ALLOW to allow it` };
 }

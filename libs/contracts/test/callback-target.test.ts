@@ -35,6 +35,20 @@ describe('classifyAddress', () => {
     ['::ffff:169.254.169.254', 'metadata'],
     ['::ffff:a00:5', 'private'],
     ['::ffff:8.8.8.8', 'public'],
+    // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they carry.
+    ['64:ff9b::7f00:1', 'loopback'],
+    ['64:ff9b::127.0.0.1', 'loopback'],
+    ['64:ff9b::a9fe:a9fe', 'metadata'],
+    ['64:ff9b::10.0.0.5', 'private'],
+    ['64:ff9b::808:808', 'public'],
+    ['64:ff9b:1::8.8.8.8', 'private'],
+    ['2002:7f00:1::', 'loopback'],
+    ['2002:a9fe:a9fe::1', 'metadata'],
+    ['2002:c0a8:101:5::1', 'private'],
+    ['2002:a9fe:1::', 'link-local'],
+    ['2002:808:808::1', 'public'],
+    ['2002::', 'unspecified'],
+    ['2003:7f00:1::', 'public'],
     ['example.com', undefined],
     ['localhost', undefined],
   ])('%s is %s', (address, kind) => {
@@ -76,6 +90,13 @@ describe('evaluateCallbackTarget', () => {
     ['[::ffff:10.0.0.5]', '::ffff:10.0.0.5', [], 'refuse'],
     ['[::ffff:10.0.0.5]', '::ffff:10.0.0.5', ['10.0.0.0/24'], 'allow'],
     ['169.254.169.254', '169.254.169.254', ['0.0.0.0/0'], 'allow'],
+    // An IPv6 carrying a private IPv4 is refused, and an IPv4 rule lets it through like the IPv4 itself.
+    ['[64:ff9b::a9fe:a9fe]', '64:ff9b::a9fe:a9fe', [], 'refuse'],
+    ['[2002:a00:5::1]', '2002:a00:5::1', [], 'refuse'],
+    ['[2002:a00:5::1]', '2002:a00:5::1', ['10.0.0.0/24'], 'allow'],
+    ['[64:ff9b::a00:5]', '64:ff9b::a00:5', ['10.0.0.0/24'], 'allow'],
+    ['[64:ff9b::a00:5]', '64:ff9b::a00:5', ['10.0.1.0/24'], 'refuse'],
+    ['[2002:808:808::1]', '2002:808:808::1', [], 'allow'],
   ])('%s at %s with allow %j: %s', (host, address, allow, action) => {
     const decision = evaluateCallbackTarget(host, address, rules(...allow));
     expect(decision.action).toBe(action);
