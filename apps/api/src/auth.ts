@@ -8,9 +8,15 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz']);
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
+ * Pages a person opens in a browser: refused with a Basic challenge, so the browser asks for the token
+ * (as the password) once and sends it on for everything the page then fetches from this origin.
+ */
+const isBrowserPage = (path: string) => path === '/' || path.startsWith('/admin') || path.startsWith('/status-page/');
+
+/**
  * Bearer-token auth, compared in constant time (hashing first makes lengths equal, so the
  * comparison leaks neither content nor length). The dashboard also accepts HTTP Basic with the
- * token as password, so a browser can reach Bull Board behind the same tokens.
+ * token as password, so a browser can reach Bull Board and the status page behind the same tokens.
  */
 export function createAuthHook(tokens: readonly string[]) {
   const expected = tokens.map(digest);
@@ -33,7 +39,7 @@ export function createAuthHook(tokens: readonly string[]) {
       candidate = decoded.slice(decoded.indexOf(':') + 1);
     }
     if (candidate !== undefined && matches(candidate)) return;
-    if (path.startsWith('/admin')) reply.header('www-authenticate', 'Basic realm="lanes"');
+    if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
     throw new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token');
   };
 }

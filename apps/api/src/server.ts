@@ -11,6 +11,7 @@ import { cardRoutes } from './routes/cards.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { laneRoutes } from './routes/lanes.js';
+import { statusPageRoutes } from './status-page/status-page.js';
 
 /** Bulk posts of large prompts fit; anything bigger is refused with 413. */
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -71,6 +72,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
   eventRoutes(app, { redis });
+  statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
     await metrics.refresh();
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());

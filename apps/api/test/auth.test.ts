@@ -24,7 +24,7 @@ describe('createAuthHook', () => {
       return reply.code(e.statusCode ?? 500).send({ error: { code: e.code, message: e.message } });
     });
     app.addHook('onRequest', createAuthHook(tokens));
-    for (const path of ['/v1/lanes', '/healthz', '/readyz', '/metrics', '/admin/queues', '/admin/queues/api/queues']) {
+    for (const path of ['/', '/status-page/status.js', '/v1/lanes', '/healthz', '/readyz', '/metrics', '/admin/queues', '/admin/queues/api/queues']) {
       app.get(path, async () => ({ ok: path }));
     }
     await app.ready();
@@ -35,7 +35,7 @@ describe('createAuthHook', () => {
 
   it('is open when no tokens are configured', async () => {
     const a = await server([]);
-    for (const url of ['/v1/lanes', '/admin/queues', '/metrics']) {
+    for (const url of ['/', '/v1/lanes', '/admin/queues', '/metrics']) {
       const res = await get(a, url);
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ ok: url });
@@ -91,7 +91,7 @@ describe('createAuthHook', () => {
     expect((await get(a, '/metrics')).statusCode).toBe(401);
   });
 
-  it.each(['/admin/queues', '/admin/queues/api/queues', '/admin/queues?x=1'])('asks a browser for Basic on %s only', async (url) => {
+  it.each(['/', '/?x=1', '/status-page/status.js', '/admin/queues', '/admin/queues/api/queues', '/admin/queues?x=1'])('asks a browser for Basic on %s only', async (url) => {
     const a = await server(TOKENS);
     const res = await get(a, url);
     expect(res.statusCode).toBe(401);

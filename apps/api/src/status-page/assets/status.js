@@ -1,0 +1,213 @@
+// The status page: reads /v1/lanes, follows /v1/events, and redraws. Every text from the API (card ids,
+// reasons, lane names) goes into the DOM as text nodes, never as markup: card text is untrusted.
+// Requests ride the browser's credentials for this origin (the Basic auth it answered for `/`).
+import {
+  applyEvent,
+  countsOf,
+  deathOf,
+  emptyModel,
+  eventOf,
+  exitCodeText,
+  parseFrame,
+  recentStreamId,
+  sandboxView,
+  sandboxesToLookUp,
+  withDeathRecord,
+  withLanes,
+} from './status-model.js';
+
+/** Events come in bursts (a card's lifecycle, a replay on load): one read of /v1/lanes per burst. */
+const REFRESH_DEBOUNCE_MS = 200;
+/** A dropped event stream is reopened after this, resuming from the last id seen. */
+const RECONNECT_DELAY_MS = 1_000;
+
+let model = emptyModel();
+const lookedUp = new Set();
+let refreshTimer;
+
+/** An element with attributes and children; strings become text nodes. */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) node.setAttribute(k, String(v));
+  for (const c of children) if (c !== undefined && c !== null) node.append(typeof c === 'string' ? document.createTextNode(c) : c);
+  return node;
+}
+
+const fmtTime = (at) => (at ? new Date(at).toLocaleTimeString() : '');
+
+function showError(message) {
+  const box = document.getElementById('error');
+  box.textContent = message ?? '';
+  box.hidden = !message;
+}
+
+function setStream(state) {
+  const badge = document.getElementById('stream');
+  badge.dataset.state = state;
+  badge.textContent = state === 'live' ? 'live' : state;
+}
+
+function renderSlot(lane, slot) {
+  const death = deathOf(model, lane.name, slot.slot);
+  const view = sandboxView(slot, death);
+  const exit = view.state === 'dead' || view.state === 'respawning' ? `exit ${exitCodeText(view.observedExitCode)}` : '';
+  const lastDeath =
+    death && view.state === 'live' && death.sandboxId !== view.id
+      ? el('div', { class: 'last-death' }, `last death: ${death.sandboxId ?? '?'} exit ${exitCodeText(death.observedExitCode)} ${fmtTime(death.at)}`)
+      : undefined;
+  return el(
+    'tr',
+    { class: 'slot', 'data-slot': `${lane.name}/${slot.slot}`, 'data-state': view.state, 'data-sandbox-id': view.id ?? '' },
+    el('td', {}, slot.slot),
+    el('td', {}, el('span', { class: `state state-${view.state}` }, view.state)),
+    el('td', { class: 'mono sandbox-id' }, view.id ?? ''),
+    el('td', { class: 'mono' }, view.pid !== undefined ? String(view.pid) : ''),
+    el('td', { class: 'exit' }, exit),
+    el('td', { class: 'reason' }, view.reason ?? '', lastDeath),
+    el('td', { class: 'mono card' }, slot.cardId ?? ''),
+    el('td', { class: 'mono worker' }, `${slot.worker}${slot.workerLiveness && slot.workerLiveness !== 'alive' ? ` (${slot.workerLiveness})` : ''}`),
+  );
+}
+
+function renderLane(lane) {
+  const { states, blocked } = countsOf(lane);
+  const breaker = lane.breaker ?? { state: 'closed', failures: 0 };
+  return el(
+    'section',
+    { class: 'lane', 'data-lane': lane.name },
+    el(
+      'h2',
+      {},
+      lane.name,
+      ' ',
+      el('span', { class: 'provider' }, lane.provider),
+      ' ',
+      el('span', { class: `badge breaker-${breaker.state}` }, `breaker ${breaker.state}${breaker.failures ? ` (${breaker.failures} failures)` : ''}`),
+      ' ',
+      el('span', { class: `badge outage-${lane.outage ? 'yes' : 'no'}` }, lane.outage ? 'provider outage' : 'no outage'),
+      ' ',
+      el('span', { class: 'badge' }, `desired slots ${lane.desiredSlots}`),
+    ),
+    el('table', { class: 'counts' }, el('tr', {}, ...states.map(([s]) => el('th', {}, s))), el('tr', {}, ...states.map(([s, n]) => el('td', { 'data-count': s }, String(n))))),
+    el(
+      'div',
+      { class: 'blocked' },
+      'blocked by reason: ',
+      blocked.length ? el('ul', {}, ...blocked.map(([reason, n]) => el('li', { 'data-blocked': reason }, `${reason}: ${n}`))) : 'none',
+    ),
+    el(
+      'table',
+      { class: 'slots' },
+      el('tr', {}, ...['slot', 'sandbox', 'sandbox id', 'pid', 'exit', 'reason', 'card', 'worker'].map((h) => el('th', {}, h))),
+      ...lane.slots.map((s) => renderSlot(lane, s)),
+    ),
+  );
+}
+
+function renderVerdicts() {
+  const list = document.getElementById('verdicts');
+  list.replaceChildren(
+    ...model.verdicts.map((v) =>
+      el(
+        'li',
+        { class: `verdict verdict-${v.verdict}`, 'data-verdict': v.verdict },
+        el('time', {}, fmtTime(v.at)),
+        ' ',
+        el('strong', {}, v.verdict),
+        ` ${v.lane}${v.slot ? `/${v.slot}` : ''}`,
+        v.cardId ? ` card ${v.cardId}` : '',
+        v.sandboxId ? ` sandbox ${v.sandboxId}` : '',
+        v.observedExitCode !== undefined ? ` exit ${exitCodeText(v.observedExitCode)}` : '',
+        v.reason ? `: ${v.reason}` : '',
+      ),
+    ),
+  );
+  if (!model.verdicts.length) list.append(el('li', { class: 'empty' }, 'none yet'));
+}
+
+function render() {
+  document.getElementById('lanes').replaceChildren(...model.lanes.map(renderLane));
+  renderVerdicts();
+  document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
+/** Why a dead sandbox died, from its record, for deaths that happened before the page opened. */
+async function lookUpDeaths() {
+  for (const id of sandboxesToLookUp(model)) {
+    if (lookedUp.has(id)) continue;
+    lookedUp.add(id);
+    try {
+      model = withDeathRecord(model, await getJson(`/v1/sandboxes/${encodeURIComponent(id)}`));
+    } catch {
+      // No record (yet): the slot still shows the exit code it carries.
+    }
+  }
+}
+
+async function refresh() {
+  try {
+    const body = await getJson('/v1/lanes');
+    model = withLanes(model, body.lanes);
+    await lookUpDeaths();
+    showError(undefined);
+  } catch (err) {
+    showError(String(err.message ?? err));
+  }
+  render();
+}
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(refresh, REFRESH_DEBOUNCE_MS);
+}
+
+function onFrame(frame) {
+  const event = eventOf(frame);
+  if (!event) return;
+  const next = applyEvent(model, event);
+  model = next.model;
+  render();
+  if (next.refresh) scheduleRefresh();
+}
+
+/** Follows /v1/events for good: reads frames as they come, and reopens from the last id after a drop. */
+async function follow() {
+  let since = recentStreamId(Date.now());
+  for (;;) {
+    try {
+      const res = await fetch(`/v1/events?since=${encodeURIComponent(since)}`, { headers: { accept: 'text/event-stream' } });
+      if (!res.ok || !res.body) throw new Error(`/v1/events: HTTP ${res.status}`);
+      setStream('live');
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n?/g, '\n');
+        let end = buffer.indexOf('\n\n');
+        while (end >= 0) {
+          const frame = parseFrame(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+          if (frame.id) since = frame.id;
+          onFrame(frame);
+          end = buffer.indexOf('\n\n');
+        }
+      }
+    } catch (err) {
+      showError(String(err.message ?? err));
+    }
+    setStream('reconnecting');
+    await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
+    scheduleRefresh();
+  }
+}
+
+render();
+void refresh();
+void follow();
