@@ -12,6 +12,11 @@ export const SCREENSHOT_DIR = join(process.cwd(), 'test-artifacts');
 const TOKEN = 'tok-status-page';
 const PAGE_WAIT_MS = 30_000;
 
+// The few browser globals the in-page code touches: the project compiles without the DOM lib.
+declare const window: { seen: Record<string, string[]>; seenDead: string[] };
+declare const document: { body: unknown; querySelector(selector: string): { getAttribute(name: string): string | null; textContent: string | null } | null };
+declare const MutationObserver: new (callback: () => void) => { observe(target: unknown, options: object): void };
+
 const haveChromium = existsSync(CHROMIUM);
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
 // Locally a machine without chromium skips, and says why; in CI the test runs and a missing browser fails it.
@@ -78,8 +83,8 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       process.kill(slot.sandbox!.pid!, 'SIGKILL');
 
       // Dead, with the exit code the supervisor observed (SIGKILL: 137)...
-      await page.waitForFunction((name) => (window as unknown as { seen: Record<string, string[]> }).seen[name]?.includes('dead'), slotName, { timeout: PAGE_WAIT_MS });
-      const deadSeen = await page.evaluate(() => (window as unknown as { seenDead: string[] }).seenDead);
+      await page.waitForFunction((name) => window.seen[name]?.includes('dead'), slotName, { timeout: PAGE_WAIT_MS });
+      const deadSeen = await page.evaluate(() => window.seenDead);
       expect(deadSeen.some((text) => text.includes(first) && text.includes('exit 137'))).toBe(true);
       // ...then live again on a sandbox with a new id.
       const replaced = page.locator(`tr.slot[data-slot="${slotName}"][data-state="live"]:not([data-sandbox-id="${first}"])`);
@@ -87,7 +92,7 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       const second = (await replaced.getAttribute('data-sandbox-id'))!;
       expect(second).not.toBe(first);
       expect(second).not.toBe('');
-      const states = await page.evaluate((name) => (window as unknown as { seen: Record<string, string[]> }).seen[name]!, slotName);
+      const states = await page.evaluate((name) => window.seen[name]!, slotName);
       expect(states.indexOf('dead')).toBeLessThan(states.lastIndexOf('live'));
       await expect.poll(() => replaced.locator('.last-death').textContent(), { timeout: PAGE_WAIT_MS }).toContain(`${first} exit 137`);
 
@@ -111,7 +116,7 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
  */
 async function recordStates(page: Page, slotName: string): Promise<void> {
   await page.evaluate((name) => {
-    const w = window as unknown as { seen: Record<string, string[]>; seenDead: string[] };
+    const w = window;
     w.seen = { [name]: [] };
     w.seenDead = [];
     const note = () => {
