@@ -17,6 +17,8 @@ export const LanesEnvSchema = z.object({
   LANES_HOST: z.string().min(1).optional(),
   LANES_API_TOKENS: z.string().optional(),
   LANES_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Unset: pretty lines when stdout is a terminal, JSON otherwise. */
+  LANES_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   LANES_SANDBOX_DIR: z.string().min(1).optional(),
   LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
   /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
