@@ -216,6 +216,12 @@ describe('card flow on the embedded default', () => {
     expect(metrics.text).toContain('lanes_desired_slots{lane="demo"}');
     // Idle lane: desired slots sit at minSlots (1), which one worker of 2 slots covers.
     expect(metrics.text).toMatch(/^lanes_desired_workers 1$/m);
+    // One prefix, not two, and an exposition without blank lines.
+    expect(metrics.text).toMatch(/^lanes_process_cpu_seconds_total /m);
+    expect(metrics.text).toMatch(/^lanes_nodejs_heap_size_total_bytes /m);
+    expect(metrics.text).not.toContain('process_process');
+    expect(metrics.text.split('\n').slice(0, -1)).not.toContain('');
+    expect(metrics.text.endsWith('\n')).toBe(true);
   });
 
   it('answers unknown routes and cards with the error body', async () => {

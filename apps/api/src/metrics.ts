@@ -7,12 +7,26 @@ export interface Metrics {
   registry: Registry;
   /** Reads lane state from Redis into the gauges; call before serializing. */
   refresh(): Promise<void>;
+  /** The Prometheus text exposition: refreshed, without blank lines. */
+  exposition(): Promise<string>;
+}
+
+/** Prefix of the process and Node.js metrics: `lanes_process_cpu_seconds_total`, `lanes_nodejs_heap_size_total_bytes`. */
+export const DEFAULT_METRICS_PREFIX = 'lanes_';
+
+/**
+ * prom-client joins metric blocks with a newline after each block's own, and a histogram with no
+ * samples yet is an empty block: both leave blank lines, which strict scrapers and humans trip on.
+ */
+export function withoutBlankLines(text: string): string {
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }
 
 /** Prometheus metrics, computed from Redis at scrape time so every API replica reports the same. */
 export function createMetrics(deps: LaneStatusDeps): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'lanes_process_' });
+  collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
   const jobs = new Gauge({ name: 'lanes_cards', help: 'Cards per lane and state', labelNames: ['lane', 'state'], registers: [registry] });
   const slots = new Gauge({ name: 'lanes_slots', help: 'Slots per lane and sandbox state', labelNames: ['lane', 'state'], registers: [registry] });
   const desired = new Gauge({ name: 'lanes_desired_slots', help: 'Slots the lane wants for its queue depth', labelNames: ['lane'], registers: [registry] });
@@ -48,5 +62,9 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
       scrapeOk.set(0);
     }
   }
-  return { registry, refresh };
+  async function exposition(): Promise<string> {
+    await refresh();
+    return withoutBlankLines(await registry.metrics());
+  }
+  return { registry, refresh, exposition };
 }

@@ -25,6 +25,8 @@ export interface ApiOptions {
   newId?: () => string;
   /** LANES_CALLBACK_ALLOW: inward callback targets a card may name. */
   callbackAllow?: readonly CallbackAllowRule[];
+  /** LANES_BOARD_READONLY: Bull Board shows but changes nothing. */
+  boardReadOnly?: boolean;
 }
 
 export interface ApiServer {
@@ -74,10 +76,9 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   eventRoutes(app, { redis });
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
-    await metrics.refresh();
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    return reply.type(metrics.registry.contentType).send(await metrics.exposition());
   });
-  await registerBoard(app, queues.all());
+  await registerBoard(app, queues.all(), { readOnly: options.boardReadOnly === true });
   await app.ready();
 
   return {
