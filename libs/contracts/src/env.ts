@@ -38,6 +38,11 @@ export const LanesEnvSchema = z.object({
       return rules;
     })
     .optional(),
+  /** `1`: Bull Board shows the queues but refuses every change (retry, clean, pause, empty…). */
+  LANES_BOARD_READONLY: z
+    .enum(['0', '1', 'true', 'false'])
+    .transform((v) => v === '1' || v === 'true')
+    .default(false),
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });
