@@ -108,6 +108,37 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       await context.close();
     }
   });
+
+  it('lists blocked cards by reason, with card text shown as text, never as markup', async () => {
+    const api = apiClient(t.stack.url!, TOKEN);
+    const hostile = '<img src=x onerror="document.title=\'owned\'">look at <b>this</b>';
+    await api.request('POST', '/v1/cards', { id: 'sp-human', lane: 'watched', title: '<script>alert(1)</script> card', metadata: { needsHuman: hostile } });
+    await api.waitCard('sp-human', 'blocked', (c) => c.state === 'blocked');
+
+    const listed = await api.request<{ lane: string; total: number; cards: Array<{ id: string; blockedReason: string; message?: string }> }>('GET', '/v1/lanes/watched/blocked');
+    expect(listed.body).toMatchObject({ lane: 'watched', total: 1, cards: [{ id: 'sp-human', blockedReason: 'needs-human', message: expect.stringContaining(hostile) }] });
+    expect((await api.request('GET', '/v1/lanes/watched/blocked?limit=0')).status).toBe(400);
+    expect((await api.request('GET', '/v1/lanes/nope/blocked')).status).toBe(404);
+
+    const context = await browser!.newContext({ httpCredentials: { username: 'operator', password: TOKEN } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${t.stack.url}/`);
+      const item = page.locator('details[data-blocked-reason="needs-human"] li[data-card="sp-human"]');
+      await item.waitFor({ timeout: PAGE_WAIT_MS });
+      expect(await item.textContent()).toContain(hostile);
+      expect(await item.textContent()).toContain('<script>alert(1)</script> card');
+      expect(await page.locator('[data-blocked="needs-human"]').textContent()).toBe('needs-human: 1');
+      expect(await page.locator('img, b, script:not([src])').count()).toBe(0);
+      expect(await page.title()).not.toBe('owned');
+
+      // Unblocked, it leaves the list live, without a reload.
+      await api.request('POST', '/v1/cards/sp-human/unblock', { note: 'looked' });
+      await item.waitFor({ state: 'detached', timeout: PAGE_WAIT_MS });
+    } finally {
+      await context.close();
+    }
+  });
 });
 
 /**

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { LaneStatus, SandboxRecord, SlotStatus } from '@lanes/contracts';
 import {
   applyEvent,
+  blockedByReason,
+  lanesWithBlocked,
+  withBlocked,
   countsOf,
   emptyModel,
   eventOf,
@@ -188,5 +191,25 @@ describe('frames and counts', () => {
   it('recentStreamId replays the window before now, never below zero', () => {
     expect(recentStreamId(1_000_000, 1_000)).toBe('999000-0');
     expect(recentStreamId(10, 1_000)).toBe('0-0');
+  });
+});
+
+describe('blocked cards', () => {
+  const card = (id: string, blockedReason: string) => ({ id, blockedReason, since: AT });
+
+  it('group by reason, reasons in name order, cards in the order given', () => {
+    expect(blockedByReason([card('a', 'sandbox-dead'), card('b', 'needs-human'), card('c', 'sandbox-dead')])).toEqual([
+      ['needs-human', [card('b', 'needs-human')]],
+      ['sandbox-dead', [card('a', 'sandbox-dead'), card('c', 'sandbox-dead')]],
+    ]);
+    expect(blockedByReason(undefined)).toEqual([]);
+  });
+
+  it('are read for lanes that have any, and cleared for a lane that has none left', () => {
+    const model = withLanes(emptyModel(), [lane([], { blocked: 2 }), { ...lane([], { blocked: 0 }), name: 'quiet' }]);
+    expect(lanesWithBlocked(model)).toEqual(['pr']);
+    const listed = withBlocked(model, 'pr', { lane: 'pr', total: 1, cards: [card('a', 'needs-human')] });
+    expect(listed.blocked['pr']?.total).toBe(1);
+    expect(withBlocked(listed, 'pr', undefined).blocked).toEqual({});
   });
 });

@@ -1,8 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { notFound } from '../api-error.js';
+import { ApiError, notFound } from '../api-error.js';
 import { laneScale } from '../lane-scale.js';
 import { laneStatuses, type LaneStatusDeps } from '../lane-status.js';
+
+/** Blocked cards listed per request: enough for a page, bounded for a lane with thousands. */
+export const DEFAULT_BLOCKED_LIMIT = 50;
+export const MAX_BLOCKED_LIMIT = 500;
+
+const blockedLimitOf = (raw: string | undefined) => {
+  if (raw === undefined) return DEFAULT_BLOCKED_LIMIT;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_BLOCKED_LIMIT) throw new ApiError(400, 'BAD_REQUEST', `limit must be an integer from 1 to ${MAX_BLOCKED_LIMIT}`);
+  return n;
+};
 
 export function laneRoutes(app: FastifyInstance, deps: LaneStatusDeps & { redis: Redis }): void {
   app.get('/v1/lanes', async () => ({ lanes: await laneStatuses(deps) }));
@@ -17,6 +28,27 @@ export function laneRoutes(app: FastifyInstance, deps: LaneStatusDeps & { redis:
     const lanes = await laneStatuses({ ...deps, lanes: deps.lanes.filter((l) => l.name === request.params.name) });
     if (!lanes[0]) throw notFound(`lane ${request.params.name}`);
     return lanes[0];
+  });
+
+  // The cards a lane holds blocked, oldest first, with why: what an operator acts on (needs-human waits for an unblock).
+  app.get<{ Params: { name: string }; Querystring: { limit?: string } }>('/v1/lanes/:name/blocked', async (request) => {
+    const lane = deps.lanes.find((l) => l.name === request.params.name);
+    if (!lane) throw notFound(`lane ${request.params.name}`);
+    const limit = blockedLimitOf(request.query.limit);
+    const blocked = (await deps.store.blocked(lane.name)).sort((a, b) => a.since - b.since);
+    const shown = blocked.slice(0, limit);
+    const records = await Promise.all(shown.map((b) => deps.store.get(b.id)));
+    const cards = shown.map((b, i) => {
+      const r = records[i];
+      return {
+        id: b.id,
+        blockedReason: b.blockedReason,
+        since: new Date(b.since).toISOString(),
+        ...(r?.title ? { title: r.title } : {}),
+        ...(r?.blockedMessage ? { message: r.blockedMessage } : {}),
+      };
+    });
+    return { lane: lane.name, total: blocked.length, cards };
   });
 
   // KEDA's metrics-api scaler reads `desiredWorkers` (valueLocation) from this body.

@@ -33,10 +33,23 @@ export interface SandboxView {
   observedExitCode?: ObservedExitCode;
   reason?: string;
 }
+export interface BlockedCard {
+  id: string;
+  blockedReason: string;
+  since: string;
+  title?: string;
+  message?: string;
+}
+export interface BlockedList {
+  lane: string;
+  total: number;
+  cards: BlockedCard[];
+}
 export interface StatusModel {
   lanes: LaneStatus[];
   deaths: Record<string, Death>;
   verdicts: VerdictEntry[];
+  blocked: Record<string, BlockedList>;
 }
 /** An event as it arrives: a known lane event, or one of a type this page does not know yet. */
 export type PageEvent = Omit<LaneEvent, 'type'> & { type: string };
@@ -54,3 +67,6 @@ export function deathOf(model: StatusModel, lane: string, slot: string): Death |
 export function withDeathRecord(model: StatusModel, record: SandboxRecord): StatusModel;
 export function sandboxesToLookUp(model: StatusModel): string[];
 export function exitCodeText(code: ObservedExitCode | undefined): string;
+export function blockedByReason(cards: BlockedCard[] | undefined): Array<[string, BlockedCard[]]>;
+export function lanesWithBlocked(model: StatusModel): string[];
+export function withBlocked(model: StatusModel, lane: string, list: BlockedList | undefined): StatusModel;

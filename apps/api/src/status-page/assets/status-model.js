@@ -95,7 +95,27 @@ export function countsOf(lane) {
 
 /** The page's starting model. */
 export function emptyModel() {
-  return { lanes: [], deaths: {}, verdicts: [] };
+  return { lanes: [], deaths: {}, verdicts: [], blocked: {} };
+}
+
+/** A lane's blocked cards (from /v1/lanes/:name/blocked) grouped by reason, reasons in name order. */
+export function blockedByReason(cards) {
+  const groups = new Map();
+  for (const c of cards ?? []) groups.set(c.blockedReason, [...(groups.get(c.blockedReason) ?? []), c]);
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
+/** Lanes whose blocked cards should be listed: those with any (others are cleared). */
+export function lanesWithBlocked(model) {
+  return model.lanes.filter((l) => (l.counts?.blocked ?? 0) > 0).map((l) => l.name);
+}
+
+/** A lane's blocked list replaced (undefined clears it). */
+export function withBlocked(model, lane, list) {
+  const blocked = { ...model.blocked };
+  if (list) blocked[lane] = list;
+  else delete blocked[lane];
+  return { ...model, blocked };
 }
 
 /**
@@ -105,6 +125,7 @@ export function emptyModel() {
  */
 export function applyEvent(model, e) {
   let { lanes, deaths, verdicts } = model;
+  const { blocked } = model;
   if (e.type === 'sandbox.dead' && e.slot) {
     const death = { sandboxId: e.sandboxId, observedExitCode: e.data?.observedExitCode ?? 'unknown', reason: e.data?.reason, at: e.at };
     deaths = { ...deaths, [slotKey(e.lane, e.slot)]: death };
@@ -122,7 +143,7 @@ export function applyEvent(model, e) {
   }
   const verdict = verdictOf(e);
   if (verdict) verdicts = [verdict, ...verdicts].slice(0, MAX_VERDICTS);
-  return { model: { lanes, deaths, verdicts }, refresh: true };
+  return { model: { lanes, deaths, verdicts, blocked }, refresh: true };
 }
 
 /** Lanes freshly read from /v1/lanes replace the model's; deaths and verdicts stay. */

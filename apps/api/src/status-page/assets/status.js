@@ -3,6 +3,9 @@
 // Requests ride the browser's credentials for this origin (the Basic auth it answered for `/`).
 import {
   applyEvent,
+  blockedByReason,
+  lanesWithBlocked,
+  withBlocked,
   countsOf,
   deathOf,
   emptyModel,
@@ -95,12 +98,44 @@ function renderLane(lane) {
       'blocked by reason: ',
       blocked.length ? el('ul', {}, ...blocked.map(([reason, n]) => el('li', { 'data-blocked': reason }, `${reason}: ${n}`))) : 'none',
     ),
+    renderBlockedCards(model.blocked[lane.name]),
     el(
       'table',
       { class: 'slots' },
       el('tr', {}, ...['slot', 'sandbox', 'sandbox id', 'pid', 'exit', 'reason', 'card', 'worker'].map((h) => el('th', {}, h))),
       ...lane.slots.map((s) => renderSlot(lane, s)),
     ),
+  );
+}
+
+/** The blocked cards themselves, by reason: id, title and the message (an agent's own words for needs-human). */
+function renderBlockedCards(list) {
+  if (!list?.cards.length) return undefined;
+  return el(
+    'div',
+    { class: 'blocked-cards' },
+    ...blockedByReason(list.cards).map(([reason, cards]) =>
+      el(
+        'details',
+        { open: '', 'data-blocked-reason': reason },
+        el('summary', {}, `${reason} (${cards.length})`),
+        el(
+          'ul',
+          {},
+          ...cards.map((c) =>
+            el(
+              'li',
+              { class: 'blocked-card', 'data-card': c.id },
+              el('span', { class: 'mono' }, c.id),
+              c.title ? ` ${c.title}` : '',
+              c.message ? el('span', { class: 'message' }, ` — ${c.message}`) : '',
+              el('time', {}, ` since ${fmtTime(c.since)}`),
+            ),
+          ),
+        ),
+      ),
+    ),
+    list.total > list.cards.length ? el('p', {}, `…and ${list.total - list.cards.length} more`) : undefined,
   );
 }
 
@@ -150,11 +185,19 @@ async function lookUpDeaths() {
   }
 }
 
+/** The blocked cards of every lane that has any; a lane with none is cleared. */
+async function readBlocked() {
+  const wanted = new Set(lanesWithBlocked(model));
+  for (const lane of Object.keys(model.blocked)) if (!wanted.has(lane)) model = withBlocked(model, lane, undefined);
+  for (const lane of wanted) model = withBlocked(model, lane, await getJson(`/v1/lanes/${encodeURIComponent(lane)}/blocked`));
+}
+
 async function refresh() {
   try {
     const body = await getJson('/v1/lanes');
     model = withLanes(model, body.lanes);
     await lookUpDeaths();
+    await readBlocked();
     showError(undefined);
   } catch (err) {
     showError(String(err.message ?? err));
