@@ -61,6 +61,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       [
         '',
         `lanes is up (${source}; Redis: ${redis.source} ${redactRedisUrl(redis.url)})`,
+        `  status page  ${stack.url}/`,
         `  API          ${stack.url}/v1/lanes`,
         `  Bull Board   ${stack.url}/admin/queues`,
         `  metrics      ${stack.url}/metrics`,

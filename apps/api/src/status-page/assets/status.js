@@ -23,6 +23,8 @@ import {
 const REFRESH_DEBOUNCE_MS = 200;
 /** A dropped event stream is reopened after this, resuming from the last id seen. */
 const RECONNECT_DELAY_MS = 1_000;
+/** Some changes come with no event (a worker's liveness, a breaker's retry time running out): read again this often. */
+const BACKSTOP_REFRESH_MS = 10_000;
 
 let model = emptyModel();
 const lookedUp = new Set();
@@ -85,7 +87,11 @@ function renderLane(lane) {
       ' ',
       el('span', { class: 'provider' }, lane.provider),
       ' ',
-      el('span', { class: `badge breaker-${breaker.state}` }, `breaker ${breaker.state}${breaker.failures ? ` (${breaker.failures} failures)` : ''}`),
+      el(
+        'span',
+        { class: `badge breaker-${breaker.state}` },
+        `breaker ${breaker.state}${breaker.failures ? ` (${breaker.failures} failures)` : ''}${breaker.state !== 'closed' && breaker.retryAt ? ` until ${fmtTime(breaker.retryAt)}` : ''}`,
+      ),
       ' ',
       el('span', { class: `badge outage-${lane.outage ? 'yes' : 'no'}` }, lane.outage ? 'provider outage' : 'no outage'),
       ' ',
@@ -254,3 +260,4 @@ async function follow() {
 render();
 void refresh();
 void follow();
+setInterval(scheduleRefresh, BACKSTOP_REFRESH_MS);
