@@ -216,13 +216,14 @@ function scheduleRefresh() {
   refreshTimer = setTimeout(refresh, REFRESH_DEBOUNCE_MS);
 }
 
+/** Applies one frame's event to the model; says whether anything changed (the caller redraws once per chunk). */
 function onFrame(frame) {
   const event = eventOf(frame);
-  if (!event) return;
+  if (!event) return false;
   const next = applyEvent(model, event);
   model = next.model;
-  render();
   if (next.refresh) scheduleRefresh();
+  return true;
 }
 
 /** Follows /v1/events for good: reads frames as they come, and reopens from the last id after a drop. */
@@ -240,13 +241,16 @@ async function follow() {
         if (done) break;
         buffer += value.replace(/\r\n?/g, '\n');
         let end = buffer.indexOf('\n\n');
+        let changed = false;
         while (end >= 0) {
           const frame = parseFrame(buffer.slice(0, end));
           buffer = buffer.slice(end + 2);
           if (frame.id) since = frame.id;
-          onFrame(frame);
+          changed = onFrame(frame) || changed;
           end = buffer.indexOf('\n\n');
         }
+        // One redraw per chunk read: a replay of many events on load draws once, not once per event.
+        if (changed) render();
       }
     } catch (err) {
       showError(String(err.message ?? err));
