@@ -132,8 +132,9 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       expect(await page.locator('img, b, script:not([src])').count()).toBe(0);
       expect(await page.title()).not.toBe('owned');
 
-      // Unblocked, it leaves the list live, without a reload.
-      await api.request('POST', '/v1/cards/sp-human/unblock', { note: 'looked' });
+      // Cancelled, it leaves the list live, without a reload. (Unblocked, the demo agent would ask again.)
+      expect((await api.request('POST', '/v1/cards/sp-human/cancel')).status).toBe(202);
+      await api.waitCard('sp-human', 'cancelled', (c) => c.state === 'cancelled');
       await item.waitFor({ state: 'detached', timeout: PAGE_WAIT_MS });
     } finally {
       await context.close();
