@@ -131,6 +131,8 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       expect(await page.locator('[data-blocked="needs-human"]').textContent()).toBe('needs-human: 1');
       expect(await page.locator('img, b, script:not([src])').count()).toBe(0);
       expect(await page.title()).not.toBe('owned');
+      mkdirSync(SCREENSHOT_DIR, { recursive: true });
+      await page.screenshot({ path: join(SCREENSHOT_DIR, 'status-page-blocked.png'), fullPage: true });
 
       // Cancelled, it leaves the list live, without a reload. (Unblocked, the demo agent would ask again.)
       expect((await api.request('POST', '/v1/cards/sp-human/cancel')).status).toBe(202);
