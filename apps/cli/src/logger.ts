@@ -24,8 +24,8 @@ export const REDACT_PATHS = [
   'redisUrl',
 ];
 
-/** pino-pretty's options: times as wall-clock, without the fields every line shares. */
-const PRETTY_OPTIONS = { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,app' };
+/** pino-pretty's options: one line per entry, times as wall-clock, without the fields every line shares. */
+const PRETTY_OPTIONS = { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,app', singleLine: true };
 
 /**
  * pino, created once per process; children carry lane, slot, sandbox and card ids. JSON, or pino's
