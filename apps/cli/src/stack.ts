@@ -19,6 +19,8 @@ export interface StackOptions {
   port?: number;
   host?: string;
   tokens?: readonly string[];
+  /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
+  boardReadOnly?: boolean;
   heartbeatIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
@@ -26,8 +28,6 @@ export interface StackOptions {
   callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number }; lookup?: CallbackLookup };
   /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */
   callbackAllow?: readonly CallbackAllowRule[];
-  /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
-  boardReadOnly?: boolean;
   /** Run only some parts (a worker container runs only the worker). */
   parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
 }
@@ -70,8 +70,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
-        ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
+        ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';
       await stack.api.app.listen({ port: options.port ?? 0, host });

@@ -42,10 +42,10 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       port,
       host,
       tokens,
+      ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
       callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
       ...(settings.LANES_CALLBACK_ALLOW ? { callbackAllow: settings.LANES_CALLBACK_ALLOW } : {}),
-      ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
       ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),
       ...(options.parts ? { parts: options.parts } : {}),
     });
