@@ -126,8 +126,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     // After the beat, never awaited by it: a slow provider poll must not stall heartbeats. Started
     // every beat: a slot whose probe is still out skips, the others are probed.
     for (const lw of lanes.values()) {
-      const probe: Promise<unknown> = lw
-        .checkIdleSlots()
+      // Slots follow the queue beside the probes: a slot being probed is not taken away (see SlotView).
+      const probe: Promise<unknown> = Promise.all([lw.followDemand(), lw.checkIdleSlots()])
         .catch(() => undefined)
         .finally(() => idleProbes.delete(probe));
       idleProbes.add(probe);
