@@ -109,6 +109,7 @@ describe('slots follow the queue within one worker', () => {
     const keptSandbox = idle.slots[0]!.sandbox!.id;
     const gone = [...peakSandboxes].filter(([id]) => id !== keptSandbox);
     expect(gone.length).toBe(MAX_SLOTS - MIN_SLOTS);
+    expect(removed.map((e) => e.sandboxId).sort()).toEqual(gone.map(([id]) => id).sort());
     for (const [id, pid] of gone) {
       expect((await fleet.sandbox(id))?.state, id).toBe('terminated');
       if (pid !== undefined) await waitFor(`sandbox ${id} (pid ${pid}) ended`, () => !isAlive(pid));

@@ -147,19 +147,25 @@ export class LaneWorker {
     this.followSlotCount();
     for (const slot of slots) {
       const retiring: Promise<void> = (async () => {
-        await bestEffort('retire slot', () => slot.retire('slot removed: the queue no longer needs it'), warnTo(log));
+        const sandboxId = await slot.retire('slot removed: the queue no longer needs it').catch((err: unknown) => {
+          log.warn({ err: String(err), slot: slot.id }, 'retire slot failed');
+          return undefined;
+        });
         await bestEffort('forget slot', () => fleet.removeSlot(lane.name, workerId, slot.id), warnTo(log));
-        this.announce('slot.removed', slot.id, reason);
+        this.announce('slot.removed', slot.id, reason, sandboxId);
       })().finally(() => this.retiring.delete(retiring));
       this.retiring.add(retiring);
     }
     return true;
   }
 
-  private announce(type: 'slot.added' | 'slot.removed', slotId: string, reason: string): void {
+  /** A removed slot's event names the sandbox it terminated. */
+  private announce(type: 'slot.added' | 'slot.removed', slotId: string, reason: string, sandboxId?: string): void {
     const { events, lane, log, now } = this.deps;
-    log.info({ event: type, slot: slotId, slots: this.pool.size, reason }, type);
-    void events.append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: slotId, data: { slots: this.pool.size, reason } }).catch(() => undefined);
+    log.info({ event: type, slot: slotId, sandboxId, slots: this.pool.size, reason }, type);
+    void events
+      .append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: slotId, ...(sandboxId ? { sandboxId } : {}), data: { slots: this.pool.size, reason } })
+      .catch(() => undefined);
   }
 
   /**

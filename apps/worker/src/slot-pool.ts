@@ -34,10 +34,10 @@ export class SlotPool {
     this.list.push(slot);
   }
 
-  /** Takes the slot out of the pool if it is still idle (no card); undefined otherwise. */
+  /** Takes the slot out of the pool if it is still idle (no card, no probe out); undefined otherwise. */
   detachIdle(slotId: string): Slot | undefined {
     const slot = this.list.find((s) => s.id === slotId);
-    if (!slot || slot.cardId !== undefined) return undefined;
+    if (!slot || slot.cardId !== undefined || slot.probing) return undefined;
     this.list = this.list.filter((s) => s !== slot);
     return slot;
   }

@@ -304,8 +304,9 @@ export class Slot {
   /**
    * Scale-down: the slot ends for good and its sandbox is terminated by id (retried each beat until
    * confirmed). Only an idle slot is retired: a slot holding a card throws IllegalStateError.
+   * Resolves to the terminated sandbox's id, if it had one.
    */
-  async retire(reason: string): Promise<void> {
+  async retire(reason: string): Promise<string | undefined> {
     if (this.cardId !== undefined) throw new IllegalStateError(`slot ${this.id} holds card ${this.cardId}: only an idle slot is retired`);
     this.halt();
     const spawning = this.spawning;
@@ -313,10 +314,11 @@ export class Slot {
     const p = this.snapshot.sandbox;
     const handle = p.state === 'stopped' ? p.handle : undefined;
     this.apply({ type: 'terminated' }, false);
-    if (!handle) return;
+    if (!handle) return undefined;
     await this.deps.terminator.terminate(handle.id, reason);
     this.deps.record({ ...this.recordOf(handle), state: 'terminated' });
     this.deps.log.info({ event: 'sandbox.terminated', sandboxId: handle.id, reason }, 'sandbox.terminated');
+    return handle.id;
   }
 
   async stop(): Promise<void> {
