@@ -53,13 +53,15 @@ export class SlotScaler {
   private async read(): Promise<SlotScalingSnapshot> {
     const { lane, queues, fleet, pool, breaker, workerId } = this.ctx;
     const [counts, slots, verdicts] = await Promise.all([queues.queue(lane.name)!.getJobCounts('waiting', 'prioritized', 'active'), fleet.slots(lane.name), fleet.liveness()]);
-    const workers = new Set([workerId, ...slots.map((s) => s.worker).filter((w) => livenessOf(verdicts, w) !== 'gone')]);
+    const others = slots.filter((s) => s.worker !== workerId && livenessOf(verdicts, s.worker) !== 'gone');
+    const workers = new Set([workerId, ...others.map((s) => s.worker)]);
     return {
       // Read after the awaits: the pool may have changed while Redis answered.
       slots: pool.slots.map((s) => ({ id: s.id, live: s.state === 'live', busy: s.cardId !== undefined, probing: s.probing })),
       waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
       active: counts.active ?? 0,
       workers: workers.size,
+      otherLiveSlots: others.filter((s) => s.sandbox?.state === 'live').length,
       breaker: breaker.state.state,
       ...(this.lastChangeAt !== undefined ? { lastChangeAt: this.lastChangeAt } : {}),
       ...(this.surplusSince !== undefined ? { surplusSince: this.surplusSince } : {}),

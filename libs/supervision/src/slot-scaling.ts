@@ -21,6 +21,8 @@ export interface SlotScalingSnapshot {
   active: number;
   /** Workers hosting the lane (this one included); the lane's desired slots are shared among them. */
   workers: number;
+  /** Live slots of the other workers hosting the lane (what the breaker hold keeps, with this worker's). */
+  otherLiveSlots?: number;
   breaker: BreakerStateName;
   /** When this worker last added or removed a slot of the lane. */
   lastChangeAt?: number;
@@ -73,7 +75,8 @@ export function workerSlotRange(config: Pick<SlotScalingPolicyConfig, 'minSlots'
 export function evaluateSlotScaling(snapshot: SlotScalingSnapshot, config: SlotScalingPolicyConfig, now: number): SlotScalingDecision {
   const current = snapshot.slots.length;
   const { floor, ceiling } = workerSlotRange(config);
-  const lane = desiredSlots({ waiting: snapshot.waiting, delayed: 0, active: snapshot.active, liveSlots: snapshot.slots.filter((s) => s.live).length }, config, snapshot.breaker);
+  const liveSlots = snapshot.slots.filter((s) => s.live).length + (snapshot.otherLiveSlots ?? 0);
+  const lane = desiredSlots({ waiting: snapshot.waiting, delayed: 0, active: snapshot.active, liveSlots }, config, snapshot.breaker);
   const workers = Math.max(1, Math.floor(snapshot.workers) || 1);
   const target = clamp(Math.ceil(lane.desired / workers), floor, ceiling);
   const share = `lane wants ${lane.desired} over ${workers} worker(s) → ${target} here (range ${floor}..${ceiling}); ${lane.reason}`;

@@ -24,6 +24,12 @@ describe('evaluateSlotScaling', () => {
     ['grow 1 ms after the cooldown', snap({ waiting: 3, lastChangeAt: NOW - COOLDOWN_MS }), { action: 'add', count: 2 }, undefined],
     ['no growth 1 ms inside the cooldown', snap({ waiting: 3, lastChangeAt: NOW - COOLDOWN_MS + 1 }), { action: 'hold' }, undefined],
     ['breaker open: no growth', snap({ waiting: 10, breaker: 'open' }), { action: 'hold' }, undefined],
+    [
+      'breaker open, two workers: the lane holds what is live across both, so no live slot goes',
+      snap({ slots: [idle('a'), idle('b')], waiting: 10, workers: 2, otherLiveSlots: 2, breaker: 'open', surplusSince: NOW - DOWN_DELAY_MS }),
+      { action: 'hold' },
+      undefined,
+    ],
     ['two workers share the lane: half each, rounded up', snap({ waiting: 5, workers: 2 }), { action: 'add', count: 2 }, undefined],
     ['no worker seen yet (registry empty) counts as this one', snap({ waiting: 3, workers: 0 }), { action: 'add', count: 2 }, undefined],
     ['below the floor (boot): fill it even inside the cooldown', snap({ slots: [], lastChangeAt: NOW }), { action: 'add', count: 1 }, undefined],
