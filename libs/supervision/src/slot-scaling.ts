@@ -95,7 +95,7 @@ export function evaluateSlotScaling(snapshot: SlotScalingSnapshot, config: SlotS
     };
   }
   if (target > current) return { action: 'add', count: target - current, target, reason: `${current} → ${target}: ${share}` };
-  // Above the ceiling (config changed under us) is not a surplus to wait out.
+  // Above the ceiling (not reached by design: defensive) is not a surplus to wait out.
   if (surplusSince !== undefined && current <= ceiling && now - surplusSince < config.downDelayMs) {
     return { action: 'hold', target, surplusSince, reason: `surplus ${current - target} for ${now - surplusSince} ms < ${config.downDelayMs} ms; ${share}` };
   }
