@@ -1,6 +1,7 @@
 # One image for every part: `lanes api`, `lanes worker`, `lanes supervisor` or `lanes up`.
 # Runs from TypeScript source through tsx (a runtime dependency), so there is no build stage to drift.
-FROM node:20-bookworm-slim
+# Node 26 is the Active LTS (20 left support in April 2026; Modal's JS SDK needs 22 or newer).
+FROM node:26-bookworm-slim
 
 # git: the demo agent and most real agents work on repositories. util-linux: `unshare` gives each
 # local sandbox its own PID namespace where the container is allowed to (it falls back otherwise).
@@ -29,7 +30,10 @@ COPY apps apps
 ENV NODE_ENV=production \
     LANES_SANDBOX_DIR=/var/lib/lanes/sandboxes \
     LANES_PORT=3000
-RUN mkdir -p /var/lib/lanes/sandboxes
+# Not root: the image's unprivileged `node` user (uid 1000) owns only what lanes writes: the
+# sandboxes' directory and `.lanes/` (local state); the code stays root's, read-only to it.
+RUN mkdir -p /var/lib/lanes/sandboxes /app/.lanes && chown node:node /var/lib/lanes/sandboxes /app/.lanes
+USER node
 EXPOSE 3000
 ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]
 CMD ["up"]

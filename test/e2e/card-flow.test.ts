@@ -214,7 +214,7 @@ describe('card flow on the embedded default', () => {
     const metrics = await t.api.request('GET', '/metrics');
     expect(metrics.text).toContain('lanes_cards{lane="demo",state="completed"}');
     expect(metrics.text).toContain('lanes_desired_slots{lane="demo"}');
-    // Idle lane: desired slots sit at minSlots (1), which one worker of 2 slots covers.
+    // Idle lane: desired slots sit at minSlots (2: a lane given only `slots` is fixed), which one worker of 2 slots covers.
     expect(metrics.text).toMatch(/^lanes_desired_workers 1$/m);
     // One prefix, not two, and an exposition without blank lines.
     expect(metrics.text).toMatch(/^lanes_process_cpu_seconds_total /m);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { PROJECT_DIR } from '@lanes/cli';
-import { parseLanesConfig } from '@lanes/contracts';
+import { LanesEnvSchema, parseLanesConfig } from '@lanes/contracts';
 
 /** No Docker engine runs here, so the compose file and Dockerfile are checked statically against the repo. */
 const root = PROJECT_DIR;
@@ -36,6 +36,13 @@ describe('docker-compose.yml', () => {
     expect(existsSync(join(root, agent.replace(/^\/app\//, '')))).toBe(true);
   });
 
+  it('probes the worker on the LANES_HEALTH_PORT it sets, a variable the config reads', () => {
+    const worker = compose.services.worker! as { environment?: Record<string, string>; healthcheck?: { test: string[] } };
+    const port = worker.environment!.LANES_HEALTH_PORT!;
+    expect(Object.keys(LanesEnvSchema.shape)).toContain('LANES_HEALTH_PORT');
+    expect(worker.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+  });
+
   it('keeps redis on noeviction with AOF, as production guidance says', () => {
     const cmd = compose.services.redis!.command!.join(' ');
     expect(cmd).toContain('--appendonly yes');
@@ -53,12 +60,28 @@ describe('Dockerfile', () => {
     for (const ws of workspaces) expect(copies).toContain(`${ws}/package.json`);
   });
 
-  it('starts the lanes bin that exists, on Node 20', () => {
-    expect(dockerfile).toMatch(/^FROM node:20/m);
+  it('starts the lanes bin that exists, on the Active LTS (Node 26), within the engines range', () => {
+    const major = Number(/^FROM node:(\d+)-/m.exec(dockerfile)?.[1]);
+    expect(major).toBe(26);
+    const { engines } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
+    // ">=20.19 <27": the image's Node and the machines' Node 20 are both inside the stated range.
+    const [, lowMajor, upper] = /^>=(\d+)\.\d+ <(\d+)$/.exec(engines.node) ?? [];
+    expect(major).toBeGreaterThanOrEqual(Number(lowMajor));
+    expect(major).toBeLessThan(Number(upper));
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(Number(lowMajor));
     expect(dockerfile).toContain('ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]');
     expect(existsSync(join(root, 'apps/cli/bin/lanes.js'))).toBe(true);
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     // The image installs without devDependencies and runs from source: tsx must be a runtime dependency.
     expect(pkg.dependencies.tsx).toBeDefined();
+  });
+
+  it('runs as the unprivileged node user, who owns only the directories lanes writes', () => {
+    const user = /^USER (\S+)$/gm.exec(dockerfile)?.[1];
+    expect(user).toBe('node');
+    // After the last RUN: nothing later runs as root.
+    expect(dockerfile.lastIndexOf('\nUSER node')).toBeGreaterThan(dockerfile.lastIndexOf('\nRUN '));
+    expect(dockerfile).toMatch(/chown node:node \/var\/lib\/lanes\/sandboxes/);
+    expect(dockerfile).toContain('ENV NODE_ENV=production \\\n    LANES_SANDBOX_DIR=/var/lib/lanes/sandboxes');
   });
 });

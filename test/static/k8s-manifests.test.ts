@@ -1,10 +1,11 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PROJECT_DIR } from '@lanes/cli';
 import { LanesEnvSchema, parseLanesConfig } from '@lanes/contracts';
-import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { freePort, spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 /** No cluster runs here: the manifests are checked against the repo, and their API paths against a running API. */
 const dir = join(PROJECT_DIR, 'deploy/k8s');
@@ -43,6 +44,9 @@ const trigger = scaled.spec.triggers.find((t: { type: string }) => t.type === 'm
   metadata: { url: string; valueLocation: string; authMode: string; targetValue: string };
   authenticationRef: { name: string };
 };
+
+/** The `node` user of the official Node images. */
+const NODE_UID = 1000;
 
 /** Read a GJSON path of plain dotted keys (all the manifests use) from a JSON body. */
 const atPath = (body: unknown, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], body);
@@ -121,6 +125,24 @@ describe('deploy/k8s manifests', () => {
     expect(auth.spec.secretTargetRef).toEqual([expect.objectContaining({ parameter: 'token', name: 'lanes-secrets' })]);
   });
 
+  it('gives the workers liveness and readiness probes on the LANES_HEALTH_PORT they set', () => {
+    const worker = containers(find('Deployment', 'lanes-worker'))[0]!;
+    const port = Number(worker.env!.find((e) => e.name === 'LANES_HEALTH_PORT')!.value);
+    for (const probe of [worker.livenessProbe!.httpGet!, worker.readinessProbe!.httpGet!]) {
+      expect(worker.ports!.find((p) => p.name === probe.port)?.containerPort).toBe(port);
+    }
+    expect(worker.livenessProbe!.httpGet!.path).toBe('/healthz');
+    expect(worker.readinessProbe!.httpGet!.path).toBe('/readyz');
+  });
+
+  it("runs every pod as a non-root user, the image's own", () => {
+    for (const d of deployments) {
+      const sc = d.spec.template.spec.securityContext;
+      expect(sc, d.metadata.name).toMatchObject({ runAsNonRoot: true, runAsUser: NODE_UID });
+    }
+    expect(dockerfile).toMatch(/^USER node$/m);
+  });
+
   it('has PodDisruptionBudgets selecting the workers and the api', () => {
     const pdbs = docs.filter((d) => d.doc.kind === 'PodDisruptionBudget').map((d) => d.doc.spec.selector.matchLabels);
     for (const name of ['lanes-worker', 'lanes-api']) expect(pdbs).toContainEqual(find('Deployment', name).spec.selector.matchLabels);
@@ -159,5 +181,46 @@ describe('deploy/k8s paths against a running API', () => {
   it.each(['liveness', 'readiness'] as const)('the api %s probe path answers 200', async (kind) => {
     const probe = containers(find('Deployment', 'lanes-api'))[0]![`${kind}Probe`]!.httpGet!;
     expect((await fetch(`${t.stack.url}${probe.path}`)).status).toBe(200);
+  });
+});
+
+describe('deploy/k8s worker probes against a running lanes worker', () => {
+  let redis: TestRedis;
+  let dir: string;
+  let worker: WorkerProcess | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-k8s-worker-'));
+  });
+  afterAll(async () => {
+    if (worker && worker.child.exitCode === null && worker.child.signalCode === null) {
+      const exited = new Promise((r) => worker!.child.once('exit', r));
+      worker.child.kill('SIGTERM');
+      await exited;
+    }
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers the liveness and readiness probe paths of the worker Deployment, and readiness answers 503 while it drains', async () => {
+    const c = containers(find('Deployment', 'lanes-worker'))[0]!;
+    // The manifests' own lanes config and probe paths; a free port stands in for the container's.
+    const port = await freePort();
+    const lanes = JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes;
+    worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir: join(dir, 'sandboxes'), lanes, env: { LANES_HEALTH_PORT: String(port), LANES_HEARTBEAT_INTERVAL_MS: '200' } });
+    const url = (path: string) => `http://127.0.0.1:${port}${path}`;
+    await waitFor('the worker readiness probe to answer 200', async () => (await fetch(url(c.readinessProbe!.httpGet!.path))).status === 200, { timeoutMs: 30_000 });
+    expect((await fetch(url(c.livenessProbe!.httpGet!.path))).status).toBe(200);
+    // Draining: not ready any more, still alive, until the process is gone.
+    const exited = new Promise((r) => worker!.child.once('exit', r));
+    worker.child.kill('SIGTERM');
+    const seen = await waitFor('readiness 503 while draining, or the exit', async () => {
+      if (worker!.child.exitCode !== null) return 'exited';
+      const res = await fetch(url('/readyz')).catch(() => undefined);
+      return res?.status === 503 ? 'not-ready' : undefined;
+    });
+    expect(seen).toBe('not-ready');
+    await exited;
   });
 });

@@ -7,6 +7,7 @@ import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
 import { createWorkerApp, type WorkerApp } from '@lanes/worker';
+import { startHealthServer, type HealthServer } from './health-server.js';
 
 export interface StackOptions {
   redisUrl: string;
@@ -28,6 +29,8 @@ export interface StackOptions {
   callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number }; lookup?: CallbackLookup };
   /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */
   callbackAllow?: readonly CallbackAllowRule[];
+  /** Serve worker probes (/healthz, /readyz) on this port; 0 picks a free one. Unset: none. */
+  healthPort?: number;
   /** Run only some parts (a worker container runs only the worker). */
   parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
 }
@@ -38,6 +41,8 @@ export interface Stack {
   supervisor?: SupervisorApp;
   /** http://host:port when the API runs. */
   url?: string;
+  /** The worker probes' port, when served. */
+  healthPort?: number;
   stop(): Promise<void>;
 }
 
@@ -49,6 +54,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? (options.heartbeatIntervalMs ? 2 * options.heartbeatIntervalMs : undefined);
   const stack: Stack = { stop: async () => undefined };
   let apiRedis: Redis | undefined;
+  let health: HealthServer | undefined;
 
   stack.stop = async () => {
     // API first (stop taking cards), then the worker hands its cards back, then the supervisor.
@@ -56,6 +62,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (stack.worker) await stack.worker.stop();
     if (stack.supervisor) await stack.supervisor.stop();
     await Promise.all(options.providers.map((p) => p.close()));
+    // Last: a draining worker answers /readyz with 503 until it is gone.
+    if (health) await health.close();
     await redis.quit().catch(() => redis.disconnect());
     if (apiRedis) await apiRedis.quit().catch(() => apiRedis!.disconnect());
   };
@@ -91,6 +99,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
       });
       await stack.worker.start();
+      if (options.healthPort !== undefined) {
+        const worker = stack.worker;
+        health = await startHealthServer({ port: options.healthPort, readiness: () => worker.readiness() });
+        stack.healthPort = health.port;
+      }
     }
     if (parts.supervisor) {
       stack.supervisor = createSupervisorApp({

@@ -46,6 +46,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
       callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
       ...(settings.LANES_CALLBACK_ALLOW ? { callbackAllow: settings.LANES_CALLBACK_ALLOW } : {}),
+      ...(settings.LANES_HEALTH_PORT !== undefined ? { healthPort: settings.LANES_HEALTH_PORT } : {}),
       ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),
       ...(options.parts ? { parts: options.parts } : {}),
     });

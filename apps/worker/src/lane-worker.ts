@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { LaneConfig } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
-import { selectRedrive, type RedriveTrigger } from '@lanes/supervision';
+import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import { LaneBreaker } from './lane-breaker.js';
 import { Terminator } from './terminator.js';
@@ -13,6 +13,12 @@ import { createProcessor, type StopReason } from './processor.js';
 import type { RunLease } from './run-lease.js';
 import { Slot } from './slot.js';
 import { SlotPool } from './slot-pool.js';
+import { SlotScaler } from './slot-scaler.js';
+
+/** The one BullMQ internal we touch: its main loop's queue, to wake the loop after a concurrency raise. */
+interface BullMqMainLoop {
+  mainLoopQueue?: { add(promise: Promise<undefined>): void } | null;
+}
 
 /** BullMQ's default lock: a crashed worker's cards are handed on within about twice this. */
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
@@ -51,7 +57,7 @@ export interface LaneWorkerDeps {
   lockDurationMs?: number;
 }
 
-/** One lane in one process: its slots, its breaker, and one BullMQ Worker with concurrency = slots. */
+/** One lane in one process: its slots (following the queue), its breaker, and one BullMQ Worker with concurrency = slots. */
 export class LaneWorker {
   readonly pool: SlotPool;
   readonly breaker: LaneBreaker;
@@ -59,6 +65,11 @@ export class LaneWorker {
   private readonly running = new Map<string, AbortController>();
   private readonly leases = new Map<string, RunLease>();
   private worker: Worker | undefined;
+  private readonly scaler: SlotScaler;
+  /** Slots scaled away whose sandboxes are being terminated. */
+  private readonly retiring = new Set<Promise<void>>();
+  private slotSeq = 0;
+  private stopping = false;
   /** The breaker tick and terminate retries of the last beat, while still in flight. */
   private upkeep: Promise<void> | undefined;
 
@@ -76,33 +87,108 @@ export class LaneWorker {
       // Half-open on its own schedule: an idle live slot runs the one probe now, not at the next beat.
       onHalfOpen: () => void this.checkIdleSlots(),
     });
-    const slots = Array.from({ length: lane.slots }, (_, i) => {
-      const slotId = `${deps.workerId}-${lane.name}-${i}`;
-      return new Slot({
-        lane,
-        slotId,
-        workerId: deps.workerId,
-        provider: deps.provider,
-        terminator: this.terminator,
-        breaker: this.breaker,
-        events: deps.events,
-        log: log.child({ slot: slotId }),
-        now: deps.now,
-        newNonce: deps.newNonce,
-        sleep: deps.sleep,
-        filesBaseDir: deps.filesBaseDir,
-        onChange: (slot) => void this.publish(slot),
-        record: (record) => void bestEffort('record sandbox', () => deps.fleet.putSandbox(record), warnTo(log)),
-        onLive: () => void this.redrive({ type: 'sandbox-live', lane: lane.name }),
-      });
+    this.pool = new SlotPool({ onChange: (slot) => void this.publish(slot), grow: (reason) => this.addSlot(reason, true) });
+    this.scaler = new SlotScaler({
+      lane,
+      workerId: deps.workerId,
+      pool: this.pool,
+      breaker: this.breaker,
+      queues: deps.queues,
+      fleet: deps.fleet,
+      log,
+      now: deps.now,
+      addSlot: (reason) => void this.addSlot(reason),
+      retireSlots: (ids, reason) => this.retireSlots(ids, reason),
     });
-    this.pool = new SlotPool(slots, (slot) => void this.publish(slot));
+    // A worker boots at the bottom of its range and grows with the queue (a fixed lane: at `slots`).
+    for (let i = 0; i < workerSlotRange(lane).floor; i++) this.pool.add(this.newSlot());
+  }
+
+  private newSlot(): Slot {
+    const deps = this.deps;
+    const { lane, log } = deps;
+    const slotId = `${deps.workerId}-${lane.name}-${this.slotSeq++}`;
+    return new Slot({
+      lane,
+      slotId,
+      workerId: deps.workerId,
+      provider: deps.provider,
+      terminator: this.terminator,
+      breaker: this.breaker,
+      events: deps.events,
+      log: log.child({ slot: slotId }),
+      now: deps.now,
+      newNonce: deps.newNonce,
+      sleep: deps.sleep,
+      filesBaseDir: deps.filesBaseDir,
+      onChange: (slot) => void this.publish(slot),
+      record: (record) => void bestEffort('record sandbox', () => deps.fleet.putSandbox(record), warnTo(log)),
+      onLive: () => void this.redrive({ type: 'sandbox-live', lane: lane.name }),
+    });
+  }
+
+  /** Scale-up: a new slot whose sandbox is created from the base image at once. */
+  private addSlot(reason: string, forCard = false): Slot {
+    const slot = this.newSlot();
+    this.pool.add(slot);
+    if (forCard) this.scaler.changed();
+    if (this.worker) this.startSlot(slot);
+    this.followSlotCount();
+    void this.publish(slot);
+    this.announce('slot.added', slot.id, reason);
+    return slot;
+  }
+
+  /** Scale-down: takes the slots that are still idle out of the pool now, then terminates their sandboxes by id. */
+  private retireSlots(slotIds: readonly string[], reason: string): boolean {
+    const { fleet, lane, workerId, log } = this.deps;
+    const slots = slotIds.map((id) => this.pool.detachIdle(id)).filter((s): s is Slot => s !== undefined);
+    if (!slots.length) return false;
+    this.followSlotCount();
+    for (const slot of slots) {
+      const retiring: Promise<void> = (async () => {
+        const sandboxId = await slot.retire('slot removed: the queue no longer needs it').catch((err: unknown) => {
+          log.warn({ err: String(err), slot: slot.id }, 'retire slot failed');
+          return undefined;
+        });
+        await bestEffort('forget slot', () => fleet.removeSlot(lane.name, workerId, slot.id), warnTo(log));
+        this.announce('slot.removed', slot.id, reason, sandboxId);
+      })().finally(() => this.retiring.delete(retiring));
+      this.retiring.add(retiring);
+    }
+    return true;
+  }
+
+  /** A removed slot's event names the sandbox it terminated. */
+  private announce(type: 'slot.added' | 'slot.removed', slotId: string, reason: string, sandboxId?: string): void {
+    const { events, lane, log, now } = this.deps;
+    log.info({ event: type, slot: slotId, sandboxId, slots: this.pool.size, reason }, type);
+    void events
+      .append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: slotId, ...(sandboxId ? { sandboxId } : {}), data: { slots: this.pool.size, reason } })
+      .catch(() => undefined);
+  }
+
+  /**
+   * BullMQ's concurrency follows the slot count. Its main loop reads the setting only when it wakes
+   * (a job settles or a blocking fetch returns), so a raise is followed by a wake-up: otherwise a
+   * worker whose every slot runs a long card would not fetch for its new slots until one ends.
+   */
+  private followSlotCount(): void {
+    const worker = this.worker;
+    if (!worker) return;
+    const before = worker.concurrency;
+    worker.concurrency = Math.max(1, this.pool.size);
+    if (worker.concurrency > before) (worker as unknown as BullMqMainLoop).mainLoopQueue?.add(Promise.resolve(undefined));
+  }
+
+  private startSlot(slot: Slot): void {
+    void slot.ready().catch((err: unknown) => this.deps.log.error({ err, slot: slot.id }, 'slot start failed'));
   }
 
   /** Each slot creates its sandbox at start; the BullMQ worker starts taking cards at once. */
   start(): void {
     const { lane, redis, log } = this.deps;
-    for (const slot of this.pool.slots) void slot.ready().catch((err: unknown) => log.error({ err, slot: slot.id }, 'slot start failed'));
+    for (const slot of this.pool.slots) this.startSlot(slot);
     this.worker = new Worker(
       queueName(lane.name),
       createProcessor({
@@ -121,7 +207,7 @@ export class LaneWorker {
       {
         connection: redis,
         prefix: QUEUE_PREFIX,
-        concurrency: lane.slots,
+        concurrency: Math.max(1, this.pool.size),
         maxStalledCount: UNLIMITED_STALLS,
         lockDuration: this.lockDurationMs,
         stalledInterval: this.lockDurationMs,
@@ -184,12 +270,21 @@ export class LaneWorker {
     await Promise.all([upkeep, ...probes]);
   }
 
+  /** One scaling tick (see SlotScaler); none once stopping. */
+  async followDemand(): Promise<void> {
+    if (this.stopping) return;
+    await bestEffort('slot scaling', () => this.scaler.tick(), warnTo(this.deps.log));
+  }
+
   async publish(slot: Slot): Promise<void> {
+    // A retired slot stays out of `GET /v1/lanes`, even if a late change of it lands after.
+    if (!this.pool.has(slot)) return;
     await bestEffort('publish slot', () => this.deps.fleet.putSlot(this.deps.lane.name, slot.status(this.deps.now())), warnTo(this.deps.log));
   }
 
   /** Graceful: running cards are handed back (no attempt spent), then sandboxes are terminated. */
   async stop(): Promise<void> {
+    this.stopping = true;
     this.breaker.close();
     // Stop fetching first, then hand the running cards back; close() resolves once they are.
     const closing = this.worker?.close();
@@ -197,7 +292,7 @@ export class LaneWorker {
     // A card still waiting for its slot's sandbox (backoff, breaker) is handed back now, not after the wait.
     for (const slot of this.pool.slots) slot.halt();
     await closing;
-    await Promise.all(this.pool.slots.map((s) => s.stop()));
+    await Promise.all([...this.pool.slots.map((s) => s.stop()), ...this.retiring]);
     await bestEffort('remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId), warnTo(this.deps.log));
   }
 }

@@ -1,29 +1,61 @@
-import { IllegalStateError } from '@lanes/contracts';
 import type { Slot } from './slot.js';
 
-/** The slots of one lane in one process. BullMQ concurrency equals the slot count, so a free slot always exists. */
+export interface SlotPoolDeps {
+  /** Publishes the slot, so `GET /v1/lanes` shows which card each slot holds. */
+  onChange: (slot: Slot) => void;
+  /** Adds one slot to the pool and starts it; called when a card finds every slot busy. */
+  grow: (reason: string) => Slot;
+}
+
+/**
+ * The slots of one lane in one process. BullMQ concurrency follows the slot count, so a free slot
+ * normally exists. A card fetched under a concurrency that a scale-down has since lowered finds
+ * none: it gets a new slot rather than a failure (the pool then holds no more than that old
+ * concurrency, itself within the worker's range), and the scaler trims the surplus once idle.
+ */
 export class SlotPool {
-  /** `onChange` publishes the slot, so `GET /v1/lanes` shows which card each slot holds. */
-  constructor(
-    readonly slots: readonly Slot[],
-    private readonly onChange: (slot: Slot) => void = () => undefined,
-  ) {}
+  private list: Slot[] = [];
+
+  constructor(private readonly deps: SlotPoolDeps) {}
+
+  get slots(): readonly Slot[] {
+    return this.list;
+  }
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  has(slot: Slot): boolean {
+    return this.list.includes(slot);
+  }
+
+  add(slot: Slot): void {
+    this.list.push(slot);
+  }
+
+  /** Takes the slot out of the pool if it is still idle (no card, no probe out); undefined otherwise. */
+  detachIdle(slotId: string): Slot | undefined {
+    const slot = this.list.find((s) => s.id === slotId);
+    if (!slot || slot.cardId !== undefined || slot.probing) return undefined;
+    this.list = this.list.filter((s) => s !== slot);
+    return slot;
+  }
 
   take(cardId: string): Slot {
-    const free = this.slots.filter((s) => s.cardId === undefined);
-    const slot = free.find((s) => s.state === 'live') ?? free[0];
-    if (!slot) throw new IllegalStateError(`no free slot for card ${cardId}: concurrency exceeds slots`);
+    const free = this.list.filter((s) => s.cardId === undefined);
+    const slot = free.find((s) => s.state === 'live') ?? free[0] ?? this.deps.grow(`card ${cardId} found every slot busy`);
     slot.take(cardId);
-    this.onChange(slot);
+    this.deps.onChange(slot);
     return slot;
   }
 
   release(slot: Slot): void {
     slot.release();
-    this.onChange(slot);
+    this.deps.onChange(slot);
   }
 
   holding(cardId: string): Slot | undefined {
-    return this.slots.find((s) => s.cardId === cardId);
+    return this.list.find((s) => s.cardId === cardId);
   }
 }

@@ -1,11 +1,22 @@
 import type { Logger } from 'pino';
-import { ConfigError, ProviderInvalidError, defaults, type LaneConfig, type ObservedExitCode, type SandboxRecord, type SandboxState, type SlotStatus } from '@lanes/contracts';
+import {
+  ConfigError,
+  IllegalStateError,
+  ProviderInvalidError,
+  defaults,
+  type LaneConfig,
+  type ObservedExitCode,
+  type SandboxRecord,
+  type SandboxState,
+  type SlotStatus,
+} from '@lanes/contracts';
 import type { EventLog } from '@lanes/queue';
-import { errorKind, runCanary } from '@lanes/runner';
+import { runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { evaluateIdleCanary, evaluateIdleProbe, evaluateRespawn, recordDeath, type CanaryReading, type DeathHistory, type IdleProbeFinding } from '@lanes/supervision';
+import { evaluateRespawn, recordDeath, type CanaryReading, type DeathHistory } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
+import { SlotIdleProbe } from './slot-idle-probe.js';
 import type { Terminator } from './terminator.js';
 import { INITIAL_SLOT_STATE, nextSlotState, type DeadSandbox, type SlotEvent, type SlotSnapshot, type SlotStateName } from './slot-state.js';
 
@@ -54,12 +65,11 @@ export class Slot {
   private deaths: DeathHistory = { deaths: [] };
   private spawning: Promise<SpawnResult> | undefined;
   private readonly stopping = new AbortController();
-  /** Idle canaries the current sandbox failed in a row (see evaluateIdleCanary). */
-  private failedCanaries = 0;
-  /** This slot's idle probe while it is in flight (see probeIdle). */
-  private idleProbe: Promise<void> | undefined;
+  private readonly idle: SlotIdleProbe;
 
-  constructor(private readonly deps: SlotDeps) {}
+  constructor(private readonly deps: SlotDeps) {
+    this.idle = new SlotIdleProbe({ slot: this, breaker: deps.breaker, lane: deps.lane, newNonce: deps.newNonce, log: deps.log });
+  }
 
   get id(): string {
     return this.deps.slotId;
@@ -120,77 +130,19 @@ export class Slot {
     }
   }
 
-  /**
-   * Starts an idle probe unless this slot's previous one is still out: a poll that hangs holds this
-   * slot's probe only (until its call deadline), never the lane's or the worker's.
-   */
+  /** Starts an idle probe unless this slot's previous one is still out (see SlotIdleProbe). */
   probeIdle(): Promise<void> {
-    return (this.idleProbe ??= this.checkIdle().finally(() => (this.idleProbe = undefined)));
+    return this.idle.probe();
   }
 
-  /** Polls the sandbox of an idle live slot, so a death between cards costs no card an infra retry. */
-  async checkIdle(): Promise<void> {
-    const handle = this.handle;
-    if (this.state !== 'live' || !handle || this.cardId !== undefined) return;
-    const finding: IdleProbeFinding = await handle.poll().then(
-      (poll) => ({ kind: 'polled' as const, poll }),
-      (err: unknown) => ({ kind: 'probe-failed' as const, error: errorKind(err), message: String(err) }),
-    );
-    const decision = evaluateIdleProbe(finding);
-    switch (decision.action) {
-      case 'keep':
-        // Live (or unknown). While the breaker is not closed, an idle live sandbox is how the lane
-        // probes the provider: no create is needed for the breaker to learn it is back.
-        if (finding.kind === 'polled' && this.deps.breaker.state.state !== 'closed') await this.idleCanary(handle);
-        return;
-      case 'mark-dead':
-        // A card may have taken the slot while the poll was out; then the card's own run decides.
-        if (this.idleWith(handle)) this.markDead(decision.observedExitCode, decision.reason);
-    }
+  /** An idle probe or canary is out on the sandbox. */
+  get probing(): boolean {
+    return this.idle.probing;
   }
 
-  private idleWith(handle: SandboxHandle): boolean {
-    return this.handle === handle && this.cardId === undefined && this.state === 'live';
-  }
-
-  /** The breaker's probe on an idle live sandbox; a bounded run of failures marks the sandbox dead. */
-  private async idleCanary(handle: SandboxHandle): Promise<void> {
-    const { breaker, lane, newNonce, log } = this.deps;
-    if (!this.idleWith(handle)) return;
-    const gate = await breaker.gate();
-    if (gate.action === 'wait') return;
-    // This canary now holds the half-open probe lease: it runs even if a card took the slot while
-    // the breaker was asked (it queues behind the card's command; its deadline counts from its own
-    // start). Bailing out here would leave the lease held and the breaker half-open until it lapses.
-    const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
-    const decision = evaluateIdleCanary(this.failedCanaries, reading);
-    this.failedCanaries = decision.failedCanaries;
-    log.info({ event: 'sandbox.idle-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.idle-canary');
-    switch (decision.action) {
-      case 'passed':
-        await breaker.canaryPassed();
-        return;
-      case 'count':
-        if (decision.breakerFailure) await breaker.failure(decision.reason);
-        return;
-      case 'mark-dead':
-        if (decision.breakerFailure) await breaker.failure(decision.reason);
-        if (this.idleWith(handle)) this.markDead('unknown', decision.reason);
-    }
-  }
-
-  /**
-   * A card's probe canary on this sandbox, run after the poll said live, that did not answer: it
-   * counts with the idle canaries. Without it, a card re-driven at every half-open takes the slot
-   * before any idle canary can, and a sandbox whose exec channel is broken is never condemned.
-   * (The card's run already told the breaker.)
-   */
+  /** A card's probe canary that did not answer counts with the idle canaries (see SlotIdleProbe). */
   countCardCanary(handle: SandboxHandle, reading: CanaryReading): void {
-    if (this.handle !== handle || this.state !== 'live') return;
-    const decision = evaluateIdleCanary(this.failedCanaries, reading);
-    this.failedCanaries = decision.failedCanaries;
-    this.deps.log.info({ event: 'sandbox.card-canary', sandboxId: handle.id, action: decision.action, reason: decision.reason }, 'sandbox.card-canary');
-    if (decision.action === 'mark-dead') this.markDead('unknown', decision.reason);
+    this.idle.countCardCanary(handle, reading);
   }
 
   /** Flags the sandbox dead (an explicit finding only), terminates it by id and respawns in the background. */
@@ -274,7 +226,7 @@ export class Slot {
     const replaced = this.dead?.sandboxId;
     if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
-    this.failedCanaries = 0;
+    this.idle.reset();
     this.apply({ type: 'live', handle });
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
@@ -347,6 +299,26 @@ export class Slot {
   halt(): void {
     this.apply({ type: 'halt' }, false);
     this.stopping.abort();
+  }
+
+  /**
+   * Scale-down: the slot ends for good and its sandbox is terminated by id (retried each beat until
+   * confirmed). Only an idle slot is retired: a slot holding a card throws IllegalStateError.
+   * Resolves to the terminated sandbox's id, if it had one.
+   */
+  async retire(reason: string): Promise<string | undefined> {
+    if (this.cardId !== undefined) throw new IllegalStateError(`slot ${this.id} holds card ${this.cardId}: only an idle slot is retired`);
+    this.halt();
+    const spawning = this.spawning;
+    if (spawning) await spawning.catch(() => undefined);
+    const p = this.snapshot.sandbox;
+    const handle = p.state === 'stopped' ? p.handle : undefined;
+    this.apply({ type: 'terminated' }, false);
+    if (!handle) return undefined;
+    await this.deps.terminator.terminate(handle.id, reason);
+    this.deps.record({ ...this.recordOf(handle), state: 'terminated' });
+    this.deps.log.info({ event: 'sandbox.terminated', sandboxId: handle.id, reason }, 'sandbox.terminated');
+    return handle.id;
   }
 
   async stop(): Promise<void> {

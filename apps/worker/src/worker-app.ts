@@ -7,6 +7,7 @@ import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@la
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { LaneWorker } from './lane-worker.js';
+import { evaluateWorkerReadiness, type WorkerPhase, type WorkerReadiness } from './worker-readiness.js';
 
 /**
  * How long shutdown waits for idle probes still in flight before it closes the connections they
@@ -67,6 +68,8 @@ export interface WorkerApp {
   readonly lanes: ReadonlyMap<string, LaneWorker>;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** For a readiness probe: started, not draining, and its heartbeats reach Redis. */
+  readiness(): WorkerReadiness;
 }
 
 /** The worker process: slots for every configured lane, heartbeats, and cancel delivery. */
@@ -112,6 +115,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const idleProbes = new Set<Promise<unknown>>();
   /** The beat sequence: advanced every beat, even one Redis did not take, so any beat that lands is news. */
   let beatSeq = 0;
+  let phase: WorkerPhase = 'starting';
+  let lastBeatOkAt: number | undefined;
 
   const beat = async () => {
     beatSeq += 1;
@@ -119,6 +124,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       'heartbeat',
       async () => {
         await fleet.beat(workerId, beatSeq);
+        lastBeatOkAt = now();
         for (const lw of lanes.values()) for (const slot of lw.pool.slots) await lw.publish(slot);
       },
       warnTo(log),
@@ -126,8 +132,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     // After the beat, never awaited by it: a slow provider poll must not stall heartbeats. Started
     // every beat: a slot whose probe is still out skips, the others are probed.
     for (const lw of lanes.values()) {
-      const probe: Promise<unknown> = lw
-        .checkIdleSlots()
+      // Slots follow the queue beside the probes: a slot being probed is not taken away (see SlotView).
+      const probe: Promise<unknown> = Promise.all([lw.followDemand(), lw.checkIdleSlots()])
         .catch(() => undefined)
         .finally(() => idleProbes.delete(probe));
       idleProbes.add(probe);
@@ -148,9 +154,14 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       await subscriber.subscribe(keys.cancelChannel());
       for (const lw of lanes.values()) lw.start();
       heartbeat = setInterval(() => void beat(), heartbeatIntervalMs);
+      phase = 'running';
       log.info({ lanes: [...lanes.keys()], event: 'worker.started' }, 'worker started');
     },
+    readiness() {
+      return evaluateWorkerReadiness({ phase, ...(lastBeatOkAt !== undefined ? { lastBeatOkAt } : {}) }, { heartbeatIntervalMs }, now());
+    },
     async stop() {
+      phase = 'stopping';
       // Keep beating until the cards are handed back and the sandboxes ended: a silent worker's
       // sandboxes are the supervisor's to reap, and that must not race our own hand-back.
       await Promise.all([...lanes.values()].map((lw) => lw.stop()));
@@ -161,6 +172,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();
       await cas.close();
+      phase = 'stopped';
       log.info({ event: 'worker.stopped' }, 'worker stopped');
     },
   };

@@ -25,6 +25,13 @@ export const DEFAULT_RESPAWN_WINDOW_MS = 300_000;
 export const DEFAULT_ATTEMPTS = 2;
 export const DEFAULT_INFRA_RETRIES = 3;
 export const DEFAULT_SLOTS = 1;
+/** After a slot change, the next waits one default heartbeat: the new slots' sandboxes start and the queue counts catch up. */
+export const DEFAULT_SLOT_SCALE_COOLDOWN_MS = 2_000;
+/**
+ * Idle slots go only after a surplus lasting this long: a sandbox costs seconds to create, so a
+ * gap between bursts should not tear down what the next burst needs (the HPA's own down window is 5 min).
+ */
+export const DEFAULT_SLOT_SCALE_DOWN_DELAY_MS = 60_000;
 /** Heartbeats: an owner is gone after missing two beats (timeout = 2 × interval). */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2_000;
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2 * DEFAULT_HEARTBEAT_INTERVAL_MS;

@@ -20,6 +20,8 @@ export const LanesEnvSchema = z.object({
   /** Unset: pretty lines when stdout is a terminal, JSON otherwise. */
   LANES_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   LANES_SANDBOX_DIR: z.string().min(1).optional(),
+  /** A worker container's probe port: GET /healthz (the process answers) and /readyz (running, heartbeats reach Redis). Unset: none. */
+  LANES_HEALTH_PORT: Int(0).max(65_535).optional(),
   LANES_HEARTBEAT_INTERVAL_MS: Int(50).default(D.DEFAULT_HEARTBEAT_INTERVAL_MS),
   /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
   LANES_LOCK_DURATION_MS: Int(1_000).optional(),

@@ -16,6 +16,8 @@ export const EventTypeSchema = z.enum([
   'sandbox.respawned',
   'sandbox.terminated',
   'sandbox.reaped',
+  'slot.added',
+  'slot.removed',
   'breaker.opened',
   'breaker.half-open',
   'breaker.closed',

@@ -45,11 +45,21 @@ export const RespawnConfigSchema = z.strictObject({
 });
 export type RespawnConfig = z.infer<typeof RespawnConfigSchema>;
 
+/** How one worker's slots follow the queue (see evaluateSlotScaling). */
+export const SlotScalingConfigSchema = z.strictObject({
+  /** After any slot change, no further change for this long: new sandboxes start and the counts catch up. */
+  cooldownMs: z.number().int().nonnegative().default(D.DEFAULT_SLOT_SCALE_COOLDOWN_MS),
+  /** Idle slots are removed only once the surplus has lasted this long (the hysteresis). */
+  downDelayMs: z.number().int().nonnegative().default(D.DEFAULT_SLOT_SCALE_DOWN_DELAY_MS),
+});
+export type SlotScalingConfig = z.infer<typeof SlotScalingConfigSchema>;
+
 export const LaneConfigSchema = z
   .strictObject({
     name: LaneNameSchema,
     provider: z.enum(['local', 'modal']).default('local'),
-    slots: z.number().int().positive().max(256).default(D.DEFAULT_SLOTS),
+    /** Most slots one worker process hosts; default maxSlots when that is given, else 1. */
+    slots: z.number().int().positive().max(256).optional(),
     minSlots: z.number().int().nonnegative().max(256).optional(),
     maxSlots: z.number().int().positive().max(256).optional(),
     image: z.string().min(1).default('debian:bookworm-slim'),
@@ -67,14 +77,19 @@ export const LaneConfigSchema = z
     infraRetries: z.number().int().nonnegative().max(100).default(D.DEFAULT_INFRA_RETRIES),
     breaker: BreakerConfigSchema.default(() => BreakerConfigSchema.parse({})),
     respawn: RespawnConfigSchema.default(() => RespawnConfigSchema.parse({})),
+    slotScaling: SlotScalingConfigSchema.default(() => SlotScalingConfigSchema.parse({})),
     faults: FaultPlanSchema.optional(),
   })
-  .transform((lane) => ({
-    ...lane,
-    minSlots: lane.minSlots ?? Math.min(1, lane.slots),
-    maxSlots: lane.maxSlots ?? Math.max(lane.slots, lane.minSlots ?? 0),
-  }))
+  .transform((lane) => {
+    // Given only `slots`, the lane is fixed: min = max = slots (a worker never adds or drops slots).
+    const slots = lane.slots ?? lane.maxSlots ?? D.DEFAULT_SLOTS;
+    return { ...lane, slots, minSlots: lane.minSlots ?? Math.min(slots, lane.maxSlots ?? slots), maxSlots: lane.maxSlots ?? Math.max(slots, lane.minSlots ?? 0) };
+  })
   .superRefine((lane, ctx) => {
+    if (lane.minSlots > lane.maxSlots) {
+      ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ maxSlots (${lane.maxSlots})` });
+      return;
+    }
     if (lane.minSlots > lane.slots) {
       ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ slots (${lane.slots})` });
     }

@@ -68,9 +68,23 @@ describe('parseLanesConfig', () => {
       'lanes.1.name',
     ],
     [{ lanes: [] }, 'lanes'],
+    [{ lanes: [{ name: 'x', agent: ['a'], minSlots: 4, maxSlots: 2 }] }, 'lanes.0.minSlots'],
+    [{ lanes: [{ name: 'x', agent: ['a'], slotScaling: { downDelayMs: -1 } }] }, 'lanes.0.slotScaling.downDelayMs'],
   ])('names the wrong key in %j', (input, key) => {
     expect(() => parseLanesConfig(input)).toThrow(ConfigError);
     expect(() => parseLanesConfig(input)).toThrow(key);
+  });
+});
+
+describe('slot bounds', () => {
+  it.each([
+    ['slots alone: a fixed lane', { slots: 3 }, { slots: 3, minSlots: 3, maxSlots: 3 }],
+    ['bounds alone: a worker grows to maxSlots', { minSlots: 1, maxSlots: 6 }, { slots: 6, minSlots: 1, maxSlots: 6 }],
+    ['slots per worker under a lane-wide max', { slots: 2, minSlots: 1, maxSlots: 8 }, { slots: 2, minSlots: 1, maxSlots: 8 }],
+    ['only maxSlots', { maxSlots: 4 }, { slots: 4, minSlots: 4, maxSlots: 4 }],
+    ['only minSlots', { slots: 3, minSlots: 1 }, { slots: 3, minSlots: 1, maxSlots: 3 }],
+  ])('%s', (_name, bounds, expected) => {
+    expect(parseLanesConfig({ lanes: [{ name: 'x', agent: ['a'], ...bounds }] }).lanes[0]).toMatchObject(expected);
   });
 });
 

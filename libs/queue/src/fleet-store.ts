@@ -93,6 +93,11 @@ export class FleetStore {
     if (mine.length) await this.redis.hdel(keys.slots(lane), ...mine);
   }
 
+  /** One slot a worker scaled away: it leaves `GET /v1/lanes` at once. */
+  async removeSlot(lane: string, workerId: string, slotId: string): Promise<void> {
+    await this.redis.hdel(keys.slots(lane), `${workerId}/${slotId}`);
+  }
+
   async slots(lane: string): Promise<SlotStatus[]> {
     const all = await this.redis.hgetall(keys.slots(lane));
     return Object.values(all)

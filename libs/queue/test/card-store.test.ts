@@ -248,7 +248,7 @@ describe('FleetStore on real Redis', () => {
     expect(lanes[b]).toBe('modal');
   });
 
-  it('slots: put overwrites per worker/slot, sorted, and removeSlots drops only that worker', async () => {
+  it('slots: put overwrites per worker/slot, sorted, removeSlot drops one, removeSlots only that worker', async () => {
     const lane = uid('lane');
     const sandbox = { id: 'lsb-1', state: 'live' as const, pid: 4242 };
     await fleet.putSlot(lane, { worker: 'wb', slot: '0', sandbox });
@@ -260,6 +260,8 @@ describe('FleetStore on real Redis', () => {
       { worker: 'wa', slot: '1' },
       { worker: 'wb', slot: '0', sandbox },
     ]);
+    await fleet.removeSlot(lane, 'wa', '1');
+    expect((await fleet.slots(lane)).map((s) => `${s.worker}/${s.slot}`)).toEqual(['wa/0', 'wb/0']);
     await fleet.removeSlots(lane, 'wa');
     expect(await fleet.slots(lane)).toEqual([{ worker: 'wb', slot: '0', sandbox }]);
     await fleet.removeSlots(lane, 'nobody');

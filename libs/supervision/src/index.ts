@@ -67,3 +67,11 @@ export {
 export { isInsideWindow, pruneWindow } from './window.js';
 export { evaluateIdleProbe, type IdleProbeFinding, type IdleProbeDecision } from './idle-probe.js';
 export { evaluateIdleCanary, DEFAULT_MAX_FAILED_CANARIES, DEFAULT_IDLE_CANARY_CONFIG, type IdleCanaryConfig, type IdleCanaryDecision } from './idle-canary.js';
+export {
+  evaluateSlotScaling,
+  workerSlotRange,
+  type SlotView,
+  type SlotScalingSnapshot,
+  type SlotScalingPolicyConfig,
+  type SlotScalingDecision,
+} from './slot-scaling.js';
