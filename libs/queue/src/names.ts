@@ -26,6 +26,8 @@ export const keys = {
   /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */
   liveness: () => `${STORE_PREFIX}:liveness`,
   events: () => `${STORE_PREFIX}:events`,
+  /** The events a board is to hear about, of cards that have a callbackUrl: what the callback dispatcher reads. */
+  callbacks: () => `${STORE_PREFIX}:callbacks`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;
 
