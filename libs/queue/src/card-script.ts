@@ -56,7 +56,7 @@ if mode == 'create' then
   local existing = redis.call('HMGET', KEYS[1], 'state', 'lane')
   if existing[1] then return {'exists', existing[1], existing[2] or ''} end
   apply()
-  return {'ok', to, '0', '0'}
+  return {'ok', to, '0', '0', '0'}
 end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'not-found', ''} end
@@ -86,7 +86,7 @@ apply()
 local suspects = redis.call('SCARD', KEYS[6])
 -- A finished card has no more takeovers to judge.
 if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
-return {'ok', to, takeover, tostring(suspects)}
+return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0'}
 `;
 
 /**
@@ -112,7 +112,8 @@ const Count = z.coerce.number().int().nonnegative();
 
 /** What the script answered, decoded rather than trusted. */
 export const ScriptReplySchema = z.union([
-  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count]),
+  /** ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a run need not read the record). */
+  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count]),
   z.tuple([z.literal('exists'), CardStateSchema, z.string()]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),

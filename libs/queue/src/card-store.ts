@@ -13,7 +13,6 @@ import {
   type Card,
   type CardRecord,
   type CardState,
-  type HistoryEntry,
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
 import { isCallbackEvent } from './callback-events.js';
@@ -39,6 +38,8 @@ export type TransitionResult =
       takeover: boolean;
       /** Runs of this card that were replaced while their worker never said it had fenced itself. */
       crashSuspects: number;
+      /** The card's infra-retry count after the move, so a run needs no read of the record. */
+      infraRetries: number;
     }
   | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
 
@@ -144,7 +145,7 @@ export class CardStore {
     const reply = await this.run(card, 'move', move.to, legalSourcesOf(move.to), writer, rendered);
     switch (reply[0]) {
       case 'ok':
-        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3] };
+        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4] };
       case 'not-found':
         return { ok: false, refusal: 'not-found' };
       case 'exists':

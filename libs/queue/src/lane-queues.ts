@@ -82,7 +82,7 @@ export class LaneQueues {
     const conflicts = created.flatMap((c, index) => (!c.created && c.lane !== cards[index]!.lane ? [{ index, id: cards[index]!.id, lane: c.lane }] : []));
     if (conflicts.length) return { ok: false, conflicts };
     // A queued record whose job is gone (a crash between the two writes) gets its job again.
-    const repeats = cards.filter((card, i) => !created[i]!.created && created[i]!.state === 'queued');
+    const repeats = cards.filter((_, i) => !created[i]!.created && created[i]!.state === 'queued');
     const missing = new Set(
       (await Promise.all(repeats.map(async (card) => ((await this.queues.get(card.lane)!.getJob(card.id)) ? undefined : card.id)))).filter((id): id is string => id !== undefined),
     );
