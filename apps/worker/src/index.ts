@@ -6,3 +6,4 @@ export { evaluateCrashBudget, CRASHED_RUNS_BUDGET } from './crash-budget.js';
 export { NEEDS_HUMAN_HOLD_MS, SANDBOX_DEAD_BACKSTOP_MS } from './decide-card.js';
 export type { SlotState } from './slot.js';
 export { cardFromJob } from './card-from-job.js';
+export { jobLogSink, JOB_LOG_MAX_LINES, type JobLogWrite } from './job-log.js';

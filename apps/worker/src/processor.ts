@@ -1,7 +1,8 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
-import type { CardStore, CardWriter } from '@lanes/queue';
+import type { Redis } from 'ioredis';
+import { appendJobLog, type CardStore, type CardWriter } from '@lanes/queue';
 import { runCard } from '@lanes/runner';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -18,6 +19,8 @@ export type { StopReason } from './decide-card.js';
 
 export interface ProcessorDeps {
   lane: LaneConfig;
+  /** For the job log: lines are appended in batches. */
+  redis: Redis;
   store: CardStore;
   pool: SlotPool;
   breaker: LaneBreaker;
@@ -125,7 +128,7 @@ async function runInSlot(run: Run): Promise<unknown> {
     }
   }
 
-  const sink = jobLogSink(job);
+  const sink = jobLogSink((lines) => appendJobLog(deps.redis, deps.lane.name, job.id ?? card.id, lines, job.opts.keepLogs));
   const result = await runCard(
     { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs },
     { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput },
