@@ -91,7 +91,13 @@ export class LaneQueues {
       if (created[i]!.created || missing.has(card.id)) byLane.set(card.lane, [...(byLane.get(card.lane) ?? []), card]);
     });
     await Promise.all(
-      [...byLane].map(([lane, batch]) => this.queues.get(lane)!.addBulk(batch.map((card) => ({ name: lane, data: card, opts: jobOptions(card, this.lanes.get(lane)!) })))),
+      [...byLane].map(([lane, batch]) => {
+        const queue = this.queues.get(lane)!;
+        const config = this.lanes.get(lane)!;
+        // One job: `add` skips the MULTI that addBulk wraps around its jobs.
+        if (batch.length === 1) return queue.add(lane, batch[0]!, jobOptions(batch[0]!, config));
+        return queue.addBulk(batch.map((card) => ({ name: lane, data: card, opts: jobOptions(card, config) })));
+      }),
     );
     return {
       ok: true,
