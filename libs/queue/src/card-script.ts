@@ -48,7 +48,10 @@ local function apply()
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9])
   if ARGV[13] == '1' then
     local cb = redis.call('HGET', KEYS[1], 'callback')
-    if not cb then cb = (type(cjson.decode(redis.call('HGET', KEYS[1], 'card')).callbackUrl) == 'string') and '1' or '0' end
+    if not cb then
+      local raw = redis.call('HGET', KEYS[1], 'card')
+      cb = (raw and type(cjson.decode(raw).callbackUrl) == 'string') and '1' or '0'
+    end
     if cb == '1' then redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9]) end
   end
 end
