@@ -97,17 +97,32 @@ export function createProcessor(deps: ProcessorDeps) {
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease, log } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
-  if (!(await lease.start())) return act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
+  // The first renewal goes out now. Nothing runs before Redis confirmed it, but the move to running
+  // need not wait for it: the move's script checks the lock itself. So the two travel together.
+  const confirmed = lease.start();
+  const leaseLost = () => act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
 
   const ready = await slot.ready();
-  if (controller.signal.aborted) return beforeRunning(run, context, stoppedOutcome(controller, 'sandbox start'));
+  if (controller.signal.aborted || ready.kind !== 'live') {
+    // Every way out before the move is taken only under a confirmed lock, as before.
+    if (!(await confirmed)) return leaseLost();
+    if (controller.signal.aborted) return beforeRunning(run, context, stoppedOutcome(controller, 'sandbox start'));
+  }
   if (ready.kind === 'wait') return beforeRunning(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason });
   if (ready.kind === 'misconfigured') return beforeRunning(run, context, { kind: 'misconfigured', reason: ready.reason });
   const handle = ready.handle;
   context.sandboxId = handle.id;
 
   const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
-  let moved = await deps.store.transition(card, toRunning, run.writer);
+  const moving = deps.store.transition(card, toRunning, run.writer);
+  if (!(await confirmed)) {
+    // Fenced: no waiting for the move (Redis may be away). If it lands, the script has checked the
+    // lock; a card left running under this run's token is what a fence right after the move leaves
+    // too: the next run takes it over, and the discard's markFenced keeps that off the crash budget.
+    moving.catch(() => undefined);
+    return leaseLost();
+  }
+  let moved = await moving;
   if (!moved.ok && moved.refusal === 'not-found') {
     // A job put on the lane's queue straight through BullMQ, with no record yet.
     await deps.store.create(card);
