@@ -13,6 +13,10 @@
  *    supervisor ticks, blocking pops), counted over an idle window first, is subtracted. The bench's
  *    own polling connection is left out by its address. Commands run inside Lua scripts are counted
  *    apart: they cost Redis time but no round trip.
+ * 3. Round trips per card, counted in this process (the stack runs here): a command sent on a
+ *    connection that has no reply outstanding starts a round trip; commands sent while one is
+ *    outstanding (a pipeline, MULTI, or calls made together) ride with it. Same window and
+ *    background subtraction as 2.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,7 +28,15 @@ import { Redis } from 'ioredis';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 
-const { values } = parseArgs({ options: { cards: { type: 'string', default: '400' }, 'rt-cards': { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: {
+    cards: { type: 'string', default: '400' },
+    'rt-cards': { type: 'string', default: '20' },
+    /** Only the lanes run, no baseline and no command count: for `node --cpu-prof` of the stack alone. */
+    'lanes-only': { type: 'boolean', default: false },
+  },
+});
+const LANES_ONLY = values['lanes-only'];
 const CARDS = Number(values.cards);
 const RT_CARDS = Number(values['rt-cards']);
 const SLOTS = 4;
@@ -35,6 +47,45 @@ const POLL_MS = 10;
 /** Long enough to see several heartbeat and supervisor periods, so the background rate is stable. */
 const IDLE_WINDOW_MS = 3_000;
 const RUN_TIMEOUT_MS = 300_000;
+/** /healthz is asked this often during the timed run, as a load balancer would. */
+const HEALTH_POLL_MS = 20;
+
+/** Round trips by the command that opened them, counted while `tripsOn`. */
+let tripsOn = false;
+let trips = new Map<string, number>();
+type Sendable = { commandQueue: { length: number }; sendCommand: (command: { name: string }, stream?: unknown) => unknown };
+const proto = Redis.prototype as unknown as Sendable;
+const sendCommand = proto.sendCommand;
+proto.sendCommand = function (this: Sendable & object, command, stream) {
+  if (tripsOn && this !== (conn as unknown) && this.commandQueue.length === 0) trips.set(command.name, (trips.get(command.name) ?? 0) + 1);
+  return sendCommand.call(this, command, stream);
+};
+
+/** GET /healthz every HEALTH_POLL_MS, one at a time, until stopped; answers each request's latency. */
+function pollHealth(baseUrl: string): { stop: () => Promise<number[]> } {
+  const latencies: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      const res = await fetch(`${baseUrl}/healthz`);
+      await res.arrayBuffer();
+      latencies.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, HEALTH_POLL_MS));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return latencies;
+    },
+  };
+}
+const pct = (xs: number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+};
 
 const redis = await startRedis();
 const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-throughput-'));
@@ -45,35 +96,38 @@ const untilCompleted = (queue: string, n: number) =>
 
 const result: Record<string, unknown> = { cards: CARDS, slots: SLOTS };
 try {
-  // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
-  const bareQueue = new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
-  const bareConn = new Redis(redis.url, { maxRetriesPerRequest: null });
-  const bareWorker = new Worker(
-    'bare',
-    () =>
-      new Promise<void>((resolve, reject) => {
-        const child = spawn('true', [], { stdio: 'ignore' });
-        child.once('error', reject);
-        child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
-      }),
-    { connection: bareConn, prefix: QUEUE_PREFIX, concurrency: SLOTS },
-  );
-  const bareAdd = async (from: number, n: number) => {
-    for (let i = from; i < from + n; i += BULK) {
-      const count = Math.min(BULK, from + n - i);
-      await bareQueue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${i + k}` } })));
-    }
-  };
-  await bareWorker.waitUntilReady();
-  await bareAdd(0, 20);
-  await untilCompleted('bare', 20);
-  const bareT0 = performance.now();
-  await bareAdd(20, CARDS);
-  await untilCompleted('bare', 20 + CARDS);
-  const bareMs = performance.now() - bareT0;
-  await bareWorker.close();
-  await bareQueue.close();
-  bareConn.disconnect();
+  let bareMs = Number.NaN;
+  if (!LANES_ONLY) {
+    // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
+    const bareQueue = new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
+    const bareConn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const bareWorker = new Worker(
+      'bare',
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const child = spawn('true', [], { stdio: 'ignore' });
+          child.once('error', reject);
+          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
+        }),
+      { connection: bareConn, prefix: QUEUE_PREFIX, concurrency: SLOTS },
+    );
+    const bareAdd = async (from: number, n: number) => {
+      for (let i = from; i < from + n; i += BULK) {
+        const count = Math.min(BULK, from + n - i);
+        await bareQueue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${i + k}` } })));
+      }
+    };
+    await bareWorker.waitUntilReady();
+    await bareAdd(0, 20);
+    await untilCompleted('bare', 20);
+    const bareT0 = performance.now();
+    await bareAdd(20, CARDS);
+    await untilCompleted('bare', 20 + CARDS);
+    bareMs = performance.now() - bareT0;
+    await bareWorker.close();
+    await bareQueue.close();
+    bareConn.disconnect();
+  }
 
   // --- lanes: the whole stack, 4 slots, agent `true` ---
   const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['true'] }], { sandboxDir: join(dir, 'stack') });
@@ -85,51 +139,59 @@ try {
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
     }
   };
-  let lanesMs: number;
-  const perCard: { client: Map<string, number>; lua: Map<string, number> } = { client: new Map(), lua: new Map() };
+  let lanesMs = Number.NaN;
+  let healthMs: number[] = [];
+  const perCard: { client: Map<string, number>; lua: Map<string, number>; trips: Map<string, number> } = { client: new Map(), lua: new Map(), trips: new Map() };
   try {
     // Warm-up: all slots get a live sandbox before the clock starts.
     await post(0, 20);
     await untilCompleted(queue, 20);
     const lanesT0 = performance.now();
+    const health = pollHealth(t.stack.url!);
     await post(20, CARDS);
     await untilCompleted(queue, 20 + CARDS);
     lanesMs = performance.now() - lanesT0;
+    healthMs = await health.stop();
     const states = await Promise.all(Array.from({ length: 20 + CARDS }, (_, i) => conn.hget(keys.card(`card-${i}`), 'state')));
     const notDone = states.filter((s) => s !== 'done').length;
     if (notDone > 0) throw new Error(`${notDone} cards not done`);
 
-    // --- Redis commands per card, by MONITOR ---
-    const monitorBase = new Redis(redis.url);
-    const monitor = await monitorBase.monitor();
-    const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
-    let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source === own) return;
-      const m = source === 'lua' ? counts.lua : counts.client;
-      const name = String(args[0]).toLowerCase();
-      m.set(name, (m.get(name) ?? 0) + 1);
-    });
-    const idleT0 = performance.now();
-    await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
-    const idleMs = performance.now() - idleT0;
-    const idle = counts;
-    counts = { client: new Map(), lua: new Map() };
-    const runT0 = performance.now();
-    const base = 20 + CARDS;
-    for (let i = 0; i < RT_CARDS; i++) {
-      const res = await t.api.request('POST', '/v1/cards', { id: `rt-${i}`, lane: LANE, title: 'trivial' });
-      if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-      await untilCompleted(queue, base + i + 1);
-    }
-    const runMs = performance.now() - runT0;
-    const run = counts;
-    monitor.disconnect();
-    monitorBase.disconnect();
-    for (const kind of ['client', 'lua'] as const) {
-      for (const [name, n] of run[kind]) {
-        const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
-        if (net >= 0.05) perCard[kind].set(name, net);
+    if (!LANES_ONLY) {
+      // --- Redis commands per card, by MONITOR ---
+      const monitorBase = new Redis(redis.url);
+      const monitor = await monitorBase.monitor();
+      const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
+      let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source === own) return;
+        const m = source === 'lua' ? counts.lua : counts.client;
+        const name = String(args[0]).toLowerCase();
+        m.set(name, (m.get(name) ?? 0) + 1);
+      });
+      const idleT0 = performance.now();
+      tripsOn = true;
+      await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
+      const idleMs = performance.now() - idleT0;
+      const idle = { ...counts, trips };
+      counts = { client: new Map(), lua: new Map() };
+      trips = new Map();
+      const runT0 = performance.now();
+      const base = 20 + CARDS;
+      for (let i = 0; i < RT_CARDS; i++) {
+        const res = await t.api.request('POST', '/v1/cards', { id: `rt-${i}`, lane: LANE, title: 'trivial' });
+        if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+        await untilCompleted(queue, base + i + 1);
+      }
+      const runMs = performance.now() - runT0;
+      tripsOn = false;
+      const run = { ...counts, trips };
+      monitor.disconnect();
+      monitorBase.disconnect();
+      for (const kind of ['client', 'lua', 'trips'] as const) {
+        for (const [name, n] of run[kind]) {
+          const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
+          if (net >= 0.05) perCard[kind].set(name, net);
+        }
       }
     }
   } finally {
@@ -145,24 +207,33 @@ try {
     lanesCardsPerS: Number(lanesRate.toFixed(1)),
     bareJobsPerS: Number(bareRate.toFixed(1)),
     ratio: Number(ratio.toFixed(3)),
+    healthzP50Ms: Number(pct(healthMs, 50).toFixed(1)),
+    healthzP99Ms: Number(pct(healthMs, 99).toFixed(1)),
+    healthzN: healthMs.length,
     redisClientCommandsPerCard: Number(sum(perCard.client).toFixed(1)),
     redisLuaCommandsPerCard: Number(sum(perCard.lua).toFixed(1)),
+    redisRoundTripsPerCard: Number(sum(perCard.trips).toFixed(1)),
     rtCards: RT_CARDS,
     clientCommands: sorted(perCard.client),
     luaCommands: sorted(perCard.lua),
+    roundTripsByFirstCommand: sorted(perCard.trips),
   });
 
   console.log(`\nthroughput benchmark (local provider, ${SLOTS} slots, ${CARDS} cards, agent \`true\`)\n`);
   console.log('| measurement | lanes | bare baseline | ratio | target |');
   console.log('|---|---|---|---|---|');
   console.log(`| trivial cards, ${SLOTS} slots | ${lanesRate.toFixed(0)} cards/s | ${bareRate.toFixed(0)} jobs/s | ${ratio.toFixed(2)}× | ≥ 0.6× ${ratio >= 0.6 ? '✔' : '✘'} |`);
-  const clientPerCard = sum(perCard.client);
+  const p99 = pct(healthMs, 99);
   console.log(
-    `| Redis commands per card, sent by clients (≥ round trips) | ${clientPerCard.toFixed(1)} | | | ≤ 12 round trips ${clientPerCard <= 12 ? '✔' : '✘ (or pipelined: see README)'} |`,
+    `| \`/healthz\` during the run (n=${healthMs.length}), p50 / p99 | ${pct(healthMs, 50).toFixed(1)} / ${p99.toFixed(1)} ms | | | p99 ≤ 25 ms ${p99 <= 25 ? '✔' : '✘'} |`,
   );
+  const tripsPerCard = sum(perCard.trips);
+  console.log(`| Redis round trips per card, POST → done | ${tripsPerCard.toFixed(1)} | | | ≤ 12 ${tripsPerCard <= 12 ? '✔' : '✘'} |`);
+  console.log(`| Redis commands per card, sent by clients | ${sum(perCard.client).toFixed(1)} | | | |`);
   console.log(`| Redis commands per card, inside Lua scripts | ${sum(perCard.lua).toFixed(1)} | | | |`);
   console.log(`\nper card, client commands: ${JSON.stringify(sorted(perCard.client))}`);
   console.log(`per card, Lua commands: ${JSON.stringify(sorted(perCard.lua))}`);
+  console.log(`per card, round trips by the command that opened them: ${JSON.stringify(sorted(perCard.trips))}`);
   console.log(`BENCH_JSON ${JSON.stringify({ bench: 'throughput', ...result })}`);
 } finally {
   conn.disconnect();

@@ -102,6 +102,19 @@ describe('worker branches end to end', () => {
     expect(await api.card('fin-failed')).toEqual(failed);
   });
 
+  it('a job put on the lane straight through BullMQ, with no card record, gets one and runs to done once', async () => {
+    const { api } = await start({ name: 'direct', slots: 1, agent, attempts: 1, respawn: fastRespawn });
+    const queue = new Queue('direct', { connection: conn, prefix: QUEUE_PREFIX });
+    try {
+      await queue.add('direct', { id: 'direct-1', lane: 'direct', title: 'from a board speaking BullMQ' }, { jobId: 'direct-1', attempts: 1 });
+      const card = await api.waitCard('direct-1', 'done', (c) => c.state === 'done');
+      expect(card.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
+      expect(await (await queue.getJob('direct-1'))!.getState()).toBe('completed');
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('a cancel while the card waits for its sandbox: cancelled without running; the sandbox that comes later serves the next card', async () => {
     const { api } = await start({
       name: 'waiting',

@@ -8,6 +8,7 @@ const BENCHES: Record<string, string> = {
   respawn: 'bench/respawn.ts',
   throughput: 'bench/throughput.ts',
   enqueue: 'bench/enqueue.ts',
+  scale: 'bench/scale.ts',
 };
 
 /** Runs each benchmark script in its own process (so timings are not disturbed by this one) and streams its table. */

@@ -1,10 +1,9 @@
 import type { EventType } from '@lanes/contracts';
+import { isCallbackEvent } from '@lanes/queue';
 
-/** The events a board hears about on its card's callbackUrl: the end of a card, or a wait for a person. */
-const NOTIFIED: ReadonlySet<EventType> = new Set<EventType>(['card.done', 'card.failed', 'card.cancelled', 'card.blocked']);
-
+/** The events a board hears about on its card's callbackUrl (one list, shared with the card script that queues them). */
 export function isNotified(type: EventType): boolean {
-  return NOTIFIED.has(type);
+  return isCallbackEvent(type);
 }
 
 export interface CallbackRetryConfig {

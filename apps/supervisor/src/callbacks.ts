@@ -6,7 +6,11 @@ import { keys, type CardStore } from '@lanes/queue';
 import { DEFAULT_CALLBACK_RETRY, evaluateCallback, isNotified, type CallbackRetryConfig } from './callback-policy.js';
 import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
 
-/** Consumer group on the event stream: each event is delivered by one supervisor, and re-delivered if it dies mid-way. */
+/**
+ * Consumer group on the callback stream (`keys.callbacks()`: the card script puts there only the
+ * events a board hears of, of cards with a callbackUrl): each is delivered by one supervisor, and
+ * re-delivered if it dies mid-way.
+ */
 export const CALLBACK_GROUP = 'lanes-callbacks';
 /** A board gets this long to answer one delivery. */
 export const CALLBACK_TIMEOUT_MS = 5_000;
@@ -47,12 +51,14 @@ export function signBody(secret: string, body: string, unixSeconds: number): str
 export class CallbackDispatcher {
   private running = false;
   private loop: Promise<void> | undefined;
+  /** performance.now() at which pending entries are next looked for. */
+  private nextClaimAt = 0;
 
   constructor(private readonly deps: CallbackDeps) {}
 
   async start(): Promise<void> {
     try {
-      await this.deps.redis.xgroup('CREATE', keys.events(), CALLBACK_GROUP, '$', 'MKSTREAM');
+      await this.deps.redis.xgroup('CREATE', keys.callbacks(), CALLBACK_GROUP, '$', 'MKSTREAM');
     } catch (err) {
       if (!String(err).includes('BUSYGROUP')) throw err; // the group exists: another supervisor made it
     }
@@ -69,10 +75,10 @@ export class CallbackDispatcher {
   private async run(): Promise<void> {
     while (this.running) {
       try {
-        for (const [id, event] of await this.next()) {
-          await this.deliver(event);
-          await this.deps.redis.xack(keys.events(), CALLBACK_GROUP, id);
-        }
+        const entries = await this.next();
+        for (const [, event] of entries) await this.deliver(event);
+        // One acknowledgement for the batch: a death before it re-delivers the batch (at least once).
+        if (entries.length) await this.deps.redis.xack(keys.callbacks(), CALLBACK_GROUP, ...entries.map(([id]) => id));
       } catch (err) {
         if (!this.running) return;
         this.deps.log.warn({ err }, 'callback dispatch failed; retrying');
@@ -81,16 +87,25 @@ export class CallbackDispatcher {
     }
   }
 
-  /** Entries left pending by a dead supervisor first, then new ones. */
+  /**
+   * Entries left pending by a dead supervisor first, then new ones. Pending entries can only be
+   * taken once idle for claimIdleMs, so they are looked for at most every half of that, not on
+   * every wake: a busy stream costs one blocking read per batch.
+   */
   private async next(): Promise<Array<[string, LaneEvent | undefined]>> {
     const { redis, consumer } = this.deps;
-    const claimed = (await redis.xautoclaim(keys.events(), CALLBACK_GROUP, consumer, this.deps.claimIdleMs ?? CALLBACK_CLAIM_IDLE_MS, '0-0', 'COUNT', 50)) as [
-      string,
-      Array<[string, string[]] | null>,
-    ];
-    let entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null);
+    const claimIdleMs = this.deps.claimIdleMs ?? CALLBACK_CLAIM_IDLE_MS;
+    let entries: Array<[string, string[]]> = [];
+    const now = performance.now();
+    if (now >= this.nextClaimAt) {
+      const claimed = (await redis.xautoclaim(keys.callbacks(), CALLBACK_GROUP, consumer, claimIdleMs, '0-0', 'COUNT', 50)) as [string, Array<[string, string[]] | null>];
+      entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null);
+      // A full page may have more behind it: look again at once.
+      if (entries.length < 50) this.nextClaimAt = now + claimIdleMs / 2;
+    }
     if (entries.length === 0) {
-      const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', READ_BLOCK_MS, 'STREAMS', keys.events(), '>')) as Array<
+      const blockMs = Math.max(1, Math.min(READ_BLOCK_MS, Math.ceil(this.nextClaimAt - performance.now())));
+      const reply = (await redis.xreadgroup('GROUP', CALLBACK_GROUP, consumer, 'COUNT', 50, 'BLOCK', blockMs, 'STREAMS', keys.callbacks(), '>')) as Array<
         [string, Array<[string, string[]]>]
       > | null;
       entries = reply?.[0]?.[1] ?? [];

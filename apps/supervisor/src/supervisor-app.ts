@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { performance } from 'node:perf_hooks';
 import { defaults, type CallbackAllowRule, type LaneConfig, type LivenessVerdict } from '@lanes/contracts';
-import { CardStore, EventLog, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
+import { CardStore, EventLog, EventWindow, FleetStore, LaneQueues, type StoredEvent } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackLookup } from './callback-target.js';
@@ -74,6 +74,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const log = options.log.child({ component: 'supervisor' });
   const { redis, lanes } = options;
   const events = new EventLog(redis);
+  const recentEvents = new EventWindow(events, FLEET_WINDOW_MS, RECENT_EVENTS);
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
@@ -208,7 +209,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     await fleet.putLiveness(Object.values(verdicts), LIVENESS_TTL_TIMEOUTS * heartbeatTimeoutMs);
     const remaining = await reapOrphans(verdicts);
     if (remaining) await forgetGoneWorkers(verdicts, remaining);
-    const recent = await events.since(now() - FLEET_WINDOW_MS, RECENT_EVENTS);
+    const recent = await recentEvents.read(now());
     for (const lane of lanes) await laneSweep(lane, verdicts, recent);
   }
 

@@ -40,12 +40,12 @@ describe('callback takeover', () => {
     const store = new CardStore({ redis: conn, events: new EventLog(conn), now: Date.now });
     const card: Card = { id: 'orphaned-callback', lane: 'cb', title: 'told late', priority: 0, callbackUrl: `${boardUrl}/hook` };
     await store.create(card);
-    await conn.xgroup('CREATE', keys.events(), CALLBACK_GROUP, '$', 'MKSTREAM');
-    await new EventLog(conn).append({ type: 'card.done', at: new Date().toISOString(), lane: 'cb', cardId: card.id });
+    await conn.xgroup('CREATE', keys.callbacks(), CALLBACK_GROUP, '$', 'MKSTREAM');
+    await conn.xadd(keys.callbacks(), '*', 'e', JSON.stringify({ type: 'card.done', at: new Date().toISOString(), lane: 'cb', cardId: card.id }));
     // The dead supervisor: it read the entry, then died before delivering or acknowledging it.
-    const read = (await conn.xreadgroup('GROUP', CALLBACK_GROUP, 'dead-supervisor', 'COUNT', 10, 'STREAMS', keys.events(), '>')) as Array<[string, unknown[]]> | null;
+    const read = (await conn.xreadgroup('GROUP', CALLBACK_GROUP, 'dead-supervisor', 'COUNT', 10, 'STREAMS', keys.callbacks(), '>')) as Array<[string, unknown[]]> | null;
     expect(read?.[0]?.[1]).toHaveLength(1);
-    expect(((await conn.xpending(keys.events(), CALLBACK_GROUP)) as [number])[0]).toBe(1);
+    expect(((await conn.xpending(keys.callbacks(), CALLBACK_GROUP)) as [number])[0]).toBe(1);
 
     const heirConn = new Redis(redis.url);
     heirConn.on('error', () => undefined);
@@ -62,7 +62,7 @@ describe('callback takeover', () => {
     try {
       await waitFor('the taken-over callback', () => received.find((r) => r.cardId === card.id));
       expect(received.filter((r) => r.cardId === card.id)).toEqual([{ event: 'card.done', cardId: card.id }]);
-      await waitFor('nothing pending any more', async () => ((await conn.xpending(keys.events(), CALLBACK_GROUP)) as [number])[0] === 0);
+      await waitFor('nothing pending any more', async () => ((await conn.xpending(keys.callbacks(), CALLBACK_GROUP)) as [number])[0] === 0);
     } finally {
       await heir.stop();
     }

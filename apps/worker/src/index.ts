@@ -7,3 +7,4 @@ export { NEEDS_HUMAN_HOLD_MS, SANDBOX_DEAD_BACKSTOP_MS } from './decide-card.js'
 export type { SlotState } from './slot.js';
 export { cardFromJob } from './card-from-job.js';
 export { READY_BEATS, evaluateWorkerReadiness, type WorkerPhase, type WorkerReadiness, type WorkerReadinessSnapshot } from './worker-readiness.js';
+export { jobLogSink, JOB_LOG_MAX_LINES, type JobLogWrite } from './job-log.js';

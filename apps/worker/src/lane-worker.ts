@@ -193,6 +193,7 @@ export class LaneWorker {
       queueName(lane.name),
       createProcessor({
         lane,
+        redis,
         store: this.deps.store,
         pool: this.pool,
         breaker: this.breaker,

@@ -1,7 +1,8 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { IllegalStateError, isTerminalCardState, type Card, type CardRecord, type LaneConfig } from '@lanes/contracts';
-import type { CardStore, CardWriter } from '@lanes/queue';
+import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
+import type { Redis } from 'ioredis';
+import { appendJobLog, type CardStore, type CardWriter } from '@lanes/queue';
 import { runCard } from '@lanes/runner';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -18,6 +19,8 @@ export type { StopReason } from './decide-card.js';
 
 export interface ProcessorDeps {
   lane: LaneConfig;
+  /** For the job log: lines are appended in batches. */
+  redis: Redis;
   store: CardStore;
   pool: SlotPool;
   breaker: LaneBreaker;
@@ -38,7 +41,8 @@ interface Run {
   job: Job;
   writer: Extract<CardWriter, { kind: 'run' }>;
   card: Card;
-  record: CardRecord;
+  /** The card's infra-retry count, as the move to running answered it (decideCard needs no more of the record). */
+  infraRetries: number;
   slot: Slot;
   controller: AbortController;
   lease: RunLease;
@@ -48,7 +52,7 @@ interface Run {
 /** The BullMQ processor of one lane: validate, take a slot under a lease, run the card, act on the decision. */
 export function createProcessor(deps: ProcessorDeps) {
   return async function processCard(job: Job, token?: string): Promise<unknown> {
-    const { lane, store, log: baseLog } = deps;
+    const { lane, log: baseLog } = deps;
     let card: Card;
     try {
       card = cardFromJob(job, lane.name);
@@ -58,13 +62,8 @@ export function createProcessor(deps: ProcessorDeps) {
     }
     if (!token) throw new IllegalStateError(`BullMQ gave card ${card.id} no lock token`);
     const log = baseLog.child({ cardId: card.id });
-    const record = (await store.get(card.id)) ?? (await store.create(card)).record;
-    if (isTerminalCardState(record.state)) {
-      // Never run a finished card again. A done card's job is one whose run recorded done but lost
-      // its lock before BullMQ heard: complete it, so the queue agrees with the card.
-      if (record.state === 'done') return record.result ?? null;
-      throw new UnrecoverableError(`card ${card.id} is already ${record.state}`);
-    }
+    // The record is not read here: the move to running says whether the card may still run, and
+    // brings what the decision needs. Only a run that stops before that move reads it.
     // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
     const controller = new AbortController();
     deps.running.set(card.id, controller);
@@ -85,7 +84,7 @@ export function createProcessor(deps: ProcessorDeps) {
     });
     deps.leases.set(card.id, lease);
     try {
-      return await runInSlot({ deps, job, writer: { kind: 'run', token }, card, record, slot, controller, lease, log: slotLog });
+      return await runInSlot({ deps, job, writer: { kind: 'run', token }, card, infraRetries: 0, slot, controller, lease, log: slotLog });
     } finally {
       lease.stop();
       deps.leases.delete(card.id);
@@ -98,17 +97,40 @@ export function createProcessor(deps: ProcessorDeps) {
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease, log } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
-  if (!(await lease.start())) return act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
+  // The first renewal goes out now. Nothing runs before Redis confirmed it, but the move to running
+  // need not wait for it: the move's script checks the lock itself. So the two travel together.
+  const confirmed = lease.start();
+  const leaseLost = () => act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
 
   const ready = await slot.ready();
-  if (controller.signal.aborted) return act(run, context, decide(run, context, stoppedOutcome(controller, 'sandbox start')));
-  if (ready.kind === 'wait') return act(run, context, decide(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason }));
-  if (ready.kind === 'misconfigured') return act(run, context, decide(run, context, { kind: 'misconfigured', reason: ready.reason }));
+  if (controller.signal.aborted || ready.kind !== 'live') {
+    // Every way out before the move is taken only under a confirmed lock, as before.
+    if (!(await confirmed)) return leaseLost();
+    if (controller.signal.aborted) return beforeRunning(run, context, stoppedOutcome(controller, 'sandbox start'));
+  }
+  if (ready.kind === 'wait') return beforeRunning(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason });
+  if (ready.kind === 'misconfigured') return beforeRunning(run, context, { kind: 'misconfigured', reason: ready.reason });
   const handle = ready.handle;
   context.sandboxId = handle.id;
 
-  const moved = await deps.store.transition(card, { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` }, run.writer);
+  const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
+  const moving = deps.store.transition(card, toRunning, run.writer);
+  if (!(await confirmed)) {
+    // Fenced: no waiting for the move (Redis may be away). If it lands, the script has checked the
+    // lock; a card left running under this run's token is what a fence right after the move leaves
+    // too: the next run takes it over, and the discard's markFenced keeps that off the crash budget.
+    moving.catch(() => undefined);
+    return leaseLost();
+  }
+  let moved = await moving;
+  if (!moved.ok && moved.refusal === 'not-found') {
+    // A job put on the lane's queue straight through BullMQ, with no record yet.
+    await deps.store.create(card);
+    moved = await deps.store.transition(card, toRunning, run.writer);
+  }
+  if (!moved.ok && moved.refusal === 'illegal' && moved.state && isTerminalCardState(moved.state)) return finished(run, moved.state);
   if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
+  run.infraRetries = moved.infraRetries;
   log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
   // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
   const fencedEarly = lease.fenceDecision();
@@ -121,7 +143,7 @@ async function runInSlot(run: Run): Promise<unknown> {
     }
   }
 
-  const sink = jobLogSink(job);
+  const sink = jobLogSink((lines) => appendJobLog(deps.redis, deps.lane.name, job.id ?? card.id, lines, job.opts.keepLogs));
   const result = await runCard(
     { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs },
     { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput },
@@ -146,7 +168,25 @@ function stoppedOutcome(controller: AbortController, step: string): CardOutcome 
 }
 
 function decide(run: Run, context: RunContext, outcome: CardOutcome): CardAction {
-  return decideCard(outcome, run.record, run.deps.lane, run.deps.now(), context);
+  return decideCard(outcome, { infraRetries: run.infraRetries }, run.deps.lane, run.deps.now(), context);
+}
+
+/** A run that stops before its card moved to running reads the record for the decision (the rare path). */
+async function beforeRunning(run: Run, context: RunContext, outcome: CardOutcome): Promise<unknown> {
+  const { store } = run.deps;
+  const record = (await store.get(run.card.id)) ?? (await store.create(run.card)).record;
+  if (isTerminalCardState(record.state)) return finished(run, record.state);
+  run.infraRetries = record.infraRetries;
+  return act(run, context, decide(run, context, outcome));
+}
+
+/**
+ * Never run a finished card again. A done card's job is one whose run recorded done but lost its
+ * lock before BullMQ heard: complete it, so the queue agrees with the card.
+ */
+async function finished(run: Run, state: CardState): Promise<unknown> {
+  if (state === 'done') return (await run.deps.store.get(run.card.id))?.result ?? null;
+  throw new UnrecoverableError(`card ${run.card.id} is already ${state}`);
 }
 
 /** Carries out the decision: one card move under the run token, then the matching BullMQ move. */

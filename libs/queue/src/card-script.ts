@@ -15,11 +15,17 @@ declare module 'ioredis' {
  * the record, the history entry, the blocked index and the event together, or nothing at all.
  *
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
- *       job, 6 crash-suspect run tokens, 7 fenced run tokens
+ *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream
  * ARGV: 1 mode (create | move), 2 target state, 3 legal sources (comma-separated), 4 writer
  *       (run | board | board-if-run), 5 token, 6 fields to set (JSON object of strings),
  *       7 fields to delete (JSON array), 8 history entry (JSON), 9 event (JSON), 10 blocked score,
- *       11 event stream max length, 12 card id
+ *       11 event stream max length, 12 card id, 13 '1' if a board hears of this event type
+ *
+ * The event also goes to the callback stream when a board hears of it and the card has a
+ * callbackUrl (hash field `callback`, set at create), so the dispatcher never wakes for cards
+ * nobody listens to. A record written before that field existed is asked its card JSON.
+ *
+ * `create` answers `exists` with the existing card's state and lane, so an enqueue needs no read.
  *
  * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
  * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
@@ -40,11 +46,20 @@ local function apply()
   redis.call('RPUSH', KEYS[2], ARGV[8])
   if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[10], ARGV[12]) else redis.call('ZREM', KEYS[3], ARGV[12]) end
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9])
+  if ARGV[13] == '1' then
+    local cb = redis.call('HGET', KEYS[1], 'callback')
+    if not cb then
+      local raw = redis.call('HGET', KEYS[1], 'card')
+      cb = (raw and type(cjson.decode(raw).callbackUrl) == 'string') and '1' or '0'
+    end
+    if cb == '1' then redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9]) end
+  end
 end
 if mode == 'create' then
-  if redis.call('HEXISTS', KEYS[1], 'card') == 1 then return {'exists', redis.call('HGET', KEYS[1], 'state') or ''} end
+  local existing = redis.call('HMGET', KEYS[1], 'state', 'lane')
+  if existing[1] then return {'exists', existing[1], existing[2] or ''} end
   apply()
-  return {'ok', to, '0', '0'}
+  return {'ok', to, '0', '0', '0'}
 end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'not-found', ''} end
@@ -74,7 +89,7 @@ apply()
 local suspects = redis.call('SCARD', KEYS[6])
 -- A finished card has no more takeovers to judge.
 if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
-return {'ok', to, takeover, tostring(suspects)}
+return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0'}
 `;
 
 /**
@@ -92,7 +107,7 @@ const defined = new WeakSet<Redis>();
 export function defineCardScripts(redis: Redis): void {
   if (defined.has(redis)) return;
   defined.add(redis);
-  redis.defineCommand('lanesCardWrite', { numberOfKeys: 7, lua: WRITE_LUA });
+  redis.defineCommand('lanesCardWrite', { numberOfKeys: 8, lua: WRITE_LUA });
   redis.defineCommand('lanesCardFenced', { numberOfKeys: 2, lua: FENCED_LUA });
 }
 
@@ -100,8 +115,9 @@ const Count = z.coerce.number().int().nonnegative();
 
 /** What the script answered, decoded rather than trusted. */
 export const ScriptReplySchema = z.union([
-  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count]),
-  z.tuple([z.literal('exists'), CardStateSchema]),
+  /** ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a run need not read the record). */
+  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count]),
+  z.tuple([z.literal('exists'), CardStateSchema, z.string()]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);

@@ -13,9 +13,9 @@ import {
   type Card,
   type CardRecord,
   type CardState,
-  type HistoryEntry,
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
+import { isCallbackEvent } from './callback-events.js';
 import { ScriptReplySchema, defineCardScripts } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { keys } from './names.js';
@@ -38,8 +38,17 @@ export type TransitionResult =
       takeover: boolean;
       /** Runs of this card that were replaced while their worker never said it had fenced itself. */
       crashSuspects: number;
+      /** The card's infra-retry count after the move, so a run needs no read of the record. */
+      infraRetries: number;
     }
   | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
+
+/** What creating one card came to: new, or the state and lane of the card already under its id. */
+export interface CreateOutcome {
+  created: boolean;
+  state: CardState;
+  lane: string;
+}
 
 const Count = z.coerce.number().int().nonnegative();
 
@@ -69,18 +78,46 @@ export class CardStore {
 
   /** Creates the record unless the id exists. Returns whether it was new, and the record. */
   async create(card: Card): Promise<{ created: boolean; record: CardRecord }> {
-    const at = new Date(this.deps.now()).toISOString();
-    const entry: HistoryEntry = { at, state: 'queued', attempt: 0, message: 'enqueued' };
-    const rendered: RenderedMove = {
-      set: { card: JSON.stringify(card), lane: card.lane, state: 'queued', attempts: '0', infraRetries: '0', createdAt: at, updatedAt: at },
-      del: [],
-      entry,
-      event: { type: 'card.queued', at, lane: card.lane, cardId: card.id },
-    };
-    const reply = await this.run(card, 'create', 'queued', [], { kind: 'board' }, rendered);
+    const [outcome] = await this.createMany([card]);
     const record = await this.get(card.id);
     if (!record) throw new Error(`card ${card.id} vanished while being created`);
-    return { created: reply[0] === 'ok', record };
+    return { created: outcome!.created, record };
+  }
+
+  /**
+   * Creates each record unless its id exists, all in one pipeline (one round trip). An existing
+   * id is left as it is and answered with its state and lane, so the caller needs no read.
+   */
+  async createMany(cards: readonly Card[]): Promise<CreateOutcome[]> {
+    const pipeline = this.deps.redis.pipeline();
+    for (const card of cards) {
+      const at = new Date(this.deps.now()).toISOString();
+      const rendered: RenderedMove = {
+        set: {
+          card: JSON.stringify(card),
+          lane: card.lane,
+          state: 'queued',
+          attempts: '0',
+          infraRetries: '0',
+          createdAt: at,
+          updatedAt: at,
+          callback: card.callbackUrl ? '1' : '0',
+        },
+        del: [],
+        entry: { at, state: 'queued', attempt: 0, message: 'enqueued' },
+        event: { type: 'card.queued', at, lane: card.lane, cardId: card.id },
+      };
+      pipeline.lanesCardWrite(...this.writeArgs(card, 'create', 'queued', [], { kind: 'board' }, rendered));
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return cards.map((card, i) => {
+      const [err, raw] = replies[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      const reply = ScriptReplySchema.parse(raw);
+      if (reply[0] === 'ok') return { created: true, state: 'queued', lane: card.lane };
+      if (reply[0] === 'exists') return { created: false, state: reply[1], lane: reply[2] };
+      throw new Error(`create script answered '${reply[0]}' for card ${card.id}`);
+    });
   }
 
   async get(id: string): Promise<CardRecord | undefined> {
@@ -108,7 +145,7 @@ export class CardStore {
     const reply = await this.run(card, 'move', move.to, legalSourcesOf(move.to), writer, rendered);
     switch (reply[0]) {
       case 'ok':
-        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3] };
+        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4] };
       case 'not-found':
         return { ok: false, refusal: 'not-found' };
       case 'exists':
@@ -145,8 +182,12 @@ export class CardStore {
   }
 
   private async run(card: { id: string; lane: string }, mode: 'create' | 'move', to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
+    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...this.writeArgs(card, mode, to, sources, writer, r)));
+  }
+
+  private writeArgs(card: { id: string; lane: string }, mode: 'create' | 'move', to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
     const token = writer.kind === 'board' ? '' : writer.token;
-    const raw = await this.deps.redis.lanesCardWrite(
+    return [
       keys.card(card.id),
       keys.history(card.id),
       keys.blocked(card.lane),
@@ -154,6 +195,7 @@ export class CardStore {
       keys.jobLock(card.lane, card.id),
       keys.crashSuspects(card.id),
       keys.fencedRuns(card.id),
+      keys.callbacks(),
       mode,
       to,
       sources.join(','),
@@ -166,8 +208,8 @@ export class CardStore {
       this.deps.now(),
       EVENT_STREAM_MAX_LEN,
       card.id,
-    );
-    return ScriptReplySchema.parse(raw);
+      isCallbackEvent(r.event.type) ? '1' : '0',
+    ];
   }
 }
 

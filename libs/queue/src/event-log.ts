@@ -35,6 +35,12 @@ export class EventLog {
     return decodeEntries(entries).reverse();
   }
 
+  /** The latest `count` events after stream id `afterId` (exclusive), oldest first. */
+  async newerThan(afterId: string, count: number): Promise<StoredEvent[]> {
+    const entries = (await this.redis.xrevrange(keys.events(), '+', `(${afterId}`, 'COUNT', count)) as Array<[string, string[]]>;
+    return decodeEntries(entries).reverse();
+  }
+
   async recent(count: number): Promise<StoredEvent[]> {
     const entries = (await this.redis.xrevrange(keys.events(), '+', '-', 'COUNT', count)) as Array<[string, string[]]>;
     return decodeEntries(entries).reverse();

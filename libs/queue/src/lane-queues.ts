@@ -19,14 +19,19 @@ export interface LaneQueuesDeps {
 
 export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
 
+/** A batch is enqueued whole, or refused whole when an id already belongs to a card on another lane. */
+export type EnqueueManyResult = { ok: true; results: EnqueueOutcome[] } | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> };
+
 export type CommandOutcome = { ok: true; state: CardState } | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
 
 /** One BullMQ queue per lane, and the card operations that touch both the queue and the store. */
 export class LaneQueues {
   private readonly queues = new Map<string, Queue>();
+  private readonly lanes = new Map<string, LaneConfig>();
 
   constructor(private readonly deps: LaneQueuesDeps) {
     for (const lane of deps.lanes) {
+      this.lanes.set(lane.name, lane);
       const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX });
       queue.on('error', deps.onError ?? (() => undefined));
       this.queues.set(lane.name, queue);
@@ -34,7 +39,7 @@ export class LaneQueues {
   }
 
   lane(name: string): LaneConfig | undefined {
-    return this.deps.lanes.find((l) => l.name === name);
+    return this.lanes.get(name);
   }
 
   queue(lane: string): Queue | undefined {
@@ -51,14 +56,56 @@ export class LaneQueues {
    * (a crash between the two writes) is repaired by re-adding the job.
    */
   async enqueue(card: Card): Promise<EnqueueOutcome> {
-    const lane = this.lane(card.lane);
-    const queue = this.queues.get(card.lane);
-    if (!lane || !queue) throw new Error(`unknown lane ${card.lane}`);
-    const { created, record } = await this.deps.store.create(card);
-    if (created || (record.state === 'queued' && !(await queue.getJob(card.id)))) {
-      await queue.add(card.lane, card, jobOptions(card, lane));
+    const out = await this.enqueueMany([card]);
+    if (!out.ok) throw new Error(`card ${card.id} already exists on lane "${out.conflicts[0]?.lane}"`);
+    return out.results[0]!;
+  }
+
+  /**
+   * Enqueues validated cards with one pipeline of record writes and one `addBulk` per lane, as
+   * `enqueue` would one by one. A batch of several is first checked for ids already on another
+   * lane (one more pipeline) so that it is refused whole; for one card the create itself tells.
+   */
+  async enqueueMany(cards: readonly Card[]): Promise<EnqueueManyResult> {
+    for (const card of cards) if (!this.lanes.has(card.lane)) throw new Error(`unknown lane ${card.lane}`);
+    if (cards.length > 1) {
+      const pipeline = this.deps.redis.pipeline();
+      for (const card of cards) pipeline.hget(keys.card(card.id), 'lane');
+      const lanes = (await pipeline.exec()) ?? [];
+      const conflicts = cards.flatMap((card, index) => {
+        const lane = lanes[index]?.[1];
+        return typeof lane === 'string' && lane !== card.lane ? [{ index, id: card.id, lane }] : [];
+      });
+      if (conflicts.length) return { ok: false, conflicts };
     }
-    return { created, id: card.id, state: created ? 'queued' : record.state } as EnqueueOutcome;
+    const created = await this.deps.store.createMany(cards);
+    const conflicts = created.flatMap((c, index) => (!c.created && c.lane !== cards[index]!.lane ? [{ index, id: cards[index]!.id, lane: c.lane }] : []));
+    if (conflicts.length) return { ok: false, conflicts };
+    // A queued record whose job is gone (a crash between the two writes) gets its job again.
+    const repeats = cards.filter((_, i) => !created[i]!.created && created[i]!.state === 'queued');
+    const missing = new Set(
+      (await Promise.all(repeats.map(async (card) => ((await this.queues.get(card.lane)!.getJob(card.id)) ? undefined : card.id)))).filter((id): id is string => id !== undefined),
+    );
+    const byLane = new Map<string, Card[]>();
+    cards.forEach((card, i) => {
+      if (created[i]!.created || missing.has(card.id)) byLane.set(card.lane, [...(byLane.get(card.lane) ?? []), card]);
+    });
+    await Promise.all(
+      [...byLane].map(([lane, batch]) => {
+        const queue = this.queues.get(lane)!;
+        const config = this.lanes.get(lane)!;
+        // One job: `add` skips the MULTI that addBulk wraps around its jobs.
+        if (batch.length === 1) return queue.add(lane, batch[0]!, jobOptions(batch[0]!, config));
+        return queue.addBulk(batch.map((card) => ({ name: lane, data: card, opts: jobOptions(card, config) })));
+      }),
+    );
+    return {
+      ok: true,
+      results: cards.map((card, i) => {
+        const c = created[i]!;
+        return (c.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: c.state }) satisfies EnqueueOutcome;
+      }),
+    };
   }
 
   async job(cardId: string, lane: string): Promise<Job | undefined> {

@@ -13,6 +13,9 @@ export const keys = {
   crashSuspects: (id: string) => `${STORE_PREFIX}:card:${id}:crash-suspects`,
   /** Run tokens whose worker fenced itself (lost its lock alive): their takeovers spend no budget. */
   fencedRuns: (id: string) => `${STORE_PREFIX}:card:${id}:fenced-runs`,
+  /** BullMQ's hash of a card's job, and its log list (what Bull Board shows as the job's logs). */
+  job: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}`,
+  jobLogs: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:logs`,
   /** BullMQ's lock of a card's job (job id = card id); its value is the holding run's token. */
   jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
   blocked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`,
@@ -26,6 +29,8 @@ export const keys = {
   /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */
   liveness: () => `${STORE_PREFIX}:liveness`,
   events: () => `${STORE_PREFIX}:events`,
+  /** The events a board is to hear about, of cards that have a callbackUrl: what the callback dispatcher reads. */
+  callbacks: () => `${STORE_PREFIX}:callbacks`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;
 

@@ -192,6 +192,50 @@ describe('CardStore on real Redis', () => {
     }
   });
 
+  it('the callback stream gets only the events a board hears of, and only for cards with a callbackUrl', async () => {
+    const callbacksOf = async (cardId: string) =>
+      ((await redis.xrange(keys.callbacks(), '-', '+')) as Array<[string, string[]]>)
+        .map(([, fields]) => JSON.parse(fields[1]!) as { type: string; cardId: string })
+        .filter((e) => e.cardId === cardId)
+        .map((e) => e.type);
+    const heard = newCard({ callbackUrl: 'https://board.example/hook' });
+    const silent = newCard();
+    // Written before the `callback` field existed: the script asks the card JSON instead.
+    const legacy = newCard({ callbackUrl: 'https://board.example/hook' });
+    for (const card of [heard, silent, legacy]) await store.create(card);
+    await redis.hdel(keys.card(legacy.id), 'callback');
+    for (const card of [heard, silent, legacy]) {
+      const r = await runAs(card, `cb-${card.id}`);
+      await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, r);
+      await store.transition(card, { to: 'blocked', attempt: 1, sandboxId: 'sb', blockedReason: 'needs-human', retryAt: T0 }, r);
+      await store.transition(card, { to: 'queued', attempt: 1, event: 'card.unblocked' }, board);
+      const r2 = await runAs(card, `cb2-${card.id}`);
+      await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, r2);
+      await store.transition(card, { to: 'done', attempt: 1 }, r2);
+    }
+    expect(await callbacksOf(heard.id)).toEqual(['card.blocked', 'card.done']);
+    expect(await callbacksOf(legacy.id)).toEqual(['card.blocked', 'card.done']);
+    expect(await callbacksOf(silent.id)).toEqual([]);
+    // The event stream itself still has every event of every card.
+    expect((await eventsOf(silent.id)).map((e) => e.type)).toEqual(['card.queued', 'card.running', 'card.blocked', 'card.unblocked', 'card.running', 'card.done']);
+  });
+
+  it('createMany writes new records in one pipeline and answers repeats with their state and lane, writing nothing', async () => {
+    const a = newCard();
+    const b = newCard();
+    await store.create(b);
+    const r = await runAs(b, 'cm');
+    await store.transition(b, { to: 'running', attempt: 1, sandboxId: 'sb' }, r);
+    const out = await store.createMany([a, { ...b, lane: 'elsewhere', title: 'changed' }]);
+    expect(out).toEqual([
+      { created: true, state: 'queued', lane: a.lane },
+      { created: false, state: 'running', lane: b.lane },
+    ]);
+    expect((await store.get(a.id))!.history.map((h) => h.state)).toEqual(['queued']);
+    expect(await store.get(b.id)).toMatchObject({ title: b.title, lane: b.lane, state: 'running' });
+    expect((await eventsOf(b.id)).map((e) => e.type)).toEqual(['card.queued', 'card.running']);
+  });
+
   it('a failed card stays failed: a later move out of it is refused and writes nothing', async () => {
     const card = newCard();
     await store.create(card);

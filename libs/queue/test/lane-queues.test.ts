@@ -96,6 +96,46 @@ describe('LaneQueues on real Redis', () => {
     expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
   });
 
+  it('enqueueMany: new cards, a repeat, a finished card and a record without its job, in one batch', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const [fresh, repeat, finished, orphan] = [card({ priority: 2 }), card(), card(), card()];
+    await queues.enqueue(repeat);
+    await store.create(finished);
+    const run = await runAs(finished, 'em');
+    await store.transition(finished, { to: 'running', attempt: 1, sandboxId: 'sb' }, run);
+    await store.transition(finished, { to: 'done', attempt: 1 }, run);
+    await store.create(orphan);
+    const out = await queues.enqueueMany([fresh, repeat, finished, orphan]);
+    expect(out).toEqual({
+      ok: true,
+      results: [
+        { created: true, id: fresh.id, state: 'queued' },
+        { created: false, id: repeat.id, state: 'queued' },
+        { created: false, id: finished.id, state: 'done' },
+        { created: false, id: orphan.id, state: 'queued' },
+      ],
+    });
+    expect((await queue.getJob(fresh.id))!.opts).toMatchObject({ priority: 2, attempts: 3 });
+    expect((await queue.getJob(fresh.id))!.name).toBe(lane.name);
+    expect(await queue.getJob(orphan.id)).toBeDefined();
+    expect(await queue.getJob(finished.id)).toBeUndefined();
+    expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 2, prioritized: 1 });
+  });
+
+  it('enqueueMany refuses a batch whole when an id is on another lane, for one card or several', async () => {
+    const { queues, queue, card } = laneQueues();
+    const other = laneQueues();
+    const taken = other.card();
+    await other.queues.enqueue(taken);
+    const fresh = card();
+    const conflict = { ok: false, conflicts: [{ index: 1, id: taken.id, lane: other.lane.name }] };
+    expect(await queues.enqueueMany([fresh, { ...taken, lane: fresh.lane }])).toEqual(conflict);
+    expect(await store.get(fresh.id)).toBeUndefined();
+    expect(await queue.getJob(fresh.id)).toBeUndefined();
+    expect(await queues.enqueueMany([{ ...taken, lane: fresh.lane }])).toEqual({ ...conflict, conflicts: [{ ...conflict.conflicts[0], index: 0 }] });
+    expect(await queue.getJob(taken.id)).toBeUndefined();
+  });
+
   it('enqueue on an unknown lane throws', async () => {
     const { queues, card } = laneQueues();
     await expect(queues.enqueue(card({ lane: uid('other') }))).rejects.toThrow(/unknown lane/);

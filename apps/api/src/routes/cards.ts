@@ -63,16 +63,15 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   app.post('/v1/cards', async (request, reply) => {
     const { cards, bulk } = parseBody(request.body, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
-    const conflicts: ValidationIssue[] = [];
-    for (const [i, card] of cards.entries()) {
-      const lane = await store.lane(card.id);
-      if (lane !== undefined && lane !== card.lane) {
-        conflicts.push({ path: bulk ? `cards.${i}.lane` : 'lane', message: `card ${card.id} already exists on lane "${lane}"` });
-      }
+    const out = await queues.enqueueMany(cards);
+    if (!out.ok) {
+      const conflicts: ValidationIssue[] = out.conflicts.map((c) => ({
+        path: bulk ? `cards.${c.index}.lane` : 'lane',
+        message: `card ${c.id} already exists on lane "${c.lane}"`,
+      }));
+      throw new ApiError(409, 'CARD_CONFLICT', conflicts.map((c) => `${c.path}: ${c.message}`).join('; '), conflicts);
     }
-    if (conflicts.length) throw new ApiError(409, 'CARD_CONFLICT', conflicts.map((c) => `${c.path}: ${c.message}`).join('; '), conflicts);
-    const results = [];
-    for (const card of cards) results.push(await queues.enqueue(card));
+    const results = out.results;
     if (!bulk) {
       const r = results[0]!;
       return reply.code(r.created ? 202 : 200).send({ id: r.id, state: r.state });
