@@ -37,9 +37,14 @@ export function errorKind(err: unknown): ProviderErrorKind {
   return 'other';
 }
 
-export async function execOutcome(handle: SandboxHandle, argv: readonly string[], options: ExecOptions): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
+export function execOutcome(handle: SandboxHandle, argv: readonly string[], options: ExecOptions): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
+  return callOutcome(() => handle.exec(argv, options));
+}
+
+/** What any command-like call of a handle (exec, resetDirs) came to, thrown errors mapped by class. */
+async function callOutcome(call: () => Promise<ExecResult>): Promise<{ outcome: CommandOutcome; result?: ExecResult }> {
   try {
-    const result = await handle.exec(argv, options);
+    const result = await call();
     return {
       result,
       outcome: { kind: 'exited', exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr, timedOut: result.timedOut, cancelled: result.cancelled },
@@ -91,8 +96,13 @@ export async function runCanary(handle: SandboxHandle, deps: CheckDeps): Promise
 }
 
 /** Runs one command and reads it the way the supervisor does (rules 1 and 2). */
-export async function checkedExec(handle: SandboxHandle, argv: readonly string[], options: ExecOptions, deps: CheckDeps): Promise<CheckedCommand> {
-  const { outcome, result } = await execOutcome(handle, argv, options);
+export function checkedExec(handle: SandboxHandle, argv: readonly string[], options: ExecOptions, deps: CheckDeps): Promise<CheckedCommand> {
+  return checkedCall(handle, () => handle.exec(argv, options), deps);
+}
+
+/** checkedExec for any command-like call of the handle (resetDirs): its failures are read the same way. */
+export async function checkedCall(handle: SandboxHandle, call: () => Promise<ExecResult>, deps: CheckDeps): Promise<CheckedCommand> {
+  const { outcome, result } = await callOutcome(call);
   const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
   const probed = plan.action === 'probe' ? await probeReading(handle, deps) : undefined;
   const finding: ProbeFinding = probed ? probed.finding : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };

@@ -2,7 +2,7 @@ import type { Card, LaneConfig } from '@lanes/contracts';
 import type { OutputStream, SandboxHandle } from '@lanes/sandbox';
 import { cardEnv } from './card-env.js';
 import { cardPaths, type CardPaths } from './card-paths.js';
-import { checkedExec, type CheckDeps, type CheckedCommand } from './command-check.js';
+import { checkedCall, checkedExec, type CheckDeps, type CheckedCommand } from './command-check.js';
 import type { RunOutcome, Step } from './run-outcome.js';
 import { readAgentFiles } from './agent-files.js';
 
@@ -49,20 +49,17 @@ export async function runCard(deps: RunDeps, input: RunInput): Promise<RunOutcom
 
 /** Writes the card file and gives the attempt clean output and work directories. */
 async function prepare(deps: RunDeps, paths: CardPaths, card: Card, lane: LaneConfig): Promise<RunOutcome | undefined> {
-  const reset = await checkedExec(
-    deps.handle,
-    ['sh', '-c', 'rm -rf "$1" "$2" && mkdir -p "$1" "$2"', 'lanes-prepare', paths.outputDir, paths.workDir],
-    { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs },
-    deps,
-  );
+  const { handle } = deps;
+  // Read like any command: a provider that resets without a process still answers as one.
+  const reset = await checkedCall(handle, () => handle.resetDirs([paths.outputDir, paths.workDir], { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs }), deps);
   const stop = interruption(reset, 'prepare');
   if (stop) return stop;
   if (reset.verdict !== 'ok') return failed(reset, 'prepare');
   try {
-    await deps.handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
+    await handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
   } catch (err) {
     // The sandbox was fine a moment ago; let the same check decide what a failed write means.
-    const check = await checkedExec(deps.handle, ['true'], { timeoutMs: lane.canaryTimeoutMs }, deps);
+    const check = await checkedExec(handle, ['true'], { timeoutMs: lane.canaryTimeoutMs }, deps);
     return interruption(check, 'prepare') ?? { kind: 'failed', failedReason: 'command-failed', message: `could not write the card file: ${String(err)}`, step: 'prepare' };
   }
   return undefined;

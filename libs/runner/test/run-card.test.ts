@@ -237,6 +237,42 @@ describe('runCard on a real local sandbox', () => {
     expect(await run(c, lane(), { attempt: 2 })).toEqual({ kind: 'done', step: 'agent' });
   });
 
+  it('a trivial card starts one process, the agent: the directory reset starts none (local provider)', async () => {
+    const execs: string[][] = [];
+    const counted: SandboxHandle = {
+      id: handle.id,
+      provider: handle.provider,
+      workdir: handle.workdir,
+      exec: (argv, options) => {
+        execs.push([...argv]);
+        return handle.exec(argv, options);
+      },
+      poll: () => handle.poll(),
+      writeFile: (path, data) => handle.writeFile(path, data),
+      readFile: (path) => handle.readFile(path),
+      resetDirs: (paths, options) => handle.resetDirs(paths, options),
+      terminate: () => handle.terminate(),
+    };
+    expect(await run(card({ mode: 'no-result' }), lane(), { on: counted })).toEqual({ kind: 'done', step: 'agent' });
+    expect(execs).toEqual([[process.execPath, agentPath]]);
+  });
+
+  it('a reset that cannot make the directories is failed at prepare, saying why; the agent never runs', async () => {
+    const c = card({ mode: 'no-result' });
+    const paths = cardPaths(handle.workdir, c.id);
+    // A file where the card's directory should be: the reset cannot make out/ and work/ under it.
+    await handle.writeFile(paths.dir, 'not a directory');
+    const outcome = await run(c);
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 1, step: 'prepare' });
+    expect(outcome.kind === 'failed' && outcome.message).toMatch(/^prepare exited 1: .*(ENOTDIR|EEXIST|not a directory|exists)/i);
+  });
+
+  it('a sandbox that is gone before the reset is sandbox-dead at prepare', async () => {
+    const gone = await provider.create({ image: 'local', tags: { lane: 'runner-test', slot: '2', worker: `w-${process.pid}` } });
+    await gone.terminate();
+    expect(await run(card({ mode: 'no-result' }), lane(), { on: gone })).toMatchObject({ kind: 'sandbox-dead', step: 'prepare' });
+  });
+
   /** The real sandbox, whose reads of one file fail as the provider would fail them. */
   const failingReads = (file: string, error: Error): SandboxHandle => ({
     id: handle.id,
@@ -246,6 +282,7 @@ describe('runCard on a real local sandbox', () => {
     poll: () => handle.poll(),
     writeFile: (path, data) => handle.writeFile(path, data),
     readFile: (path) => (path.endsWith(file) ? Promise.reject(error) : handle.readFile(path)),
+    resetDirs: (paths, options) => handle.resetDirs(paths, options),
     terminate: () => handle.terminate(),
   });
 
@@ -295,6 +332,7 @@ describe('runCard on a real local sandbox', () => {
         },
         writeFile: (path, data) => doomed.writeFile(path, data),
         readFile: (path) => doomed.readFile(path),
+        resetDirs: (paths) => doomed.resetDirs(paths),
         terminate: () => doomed.terminate(),
       };
       const running = run(card({ mode: 'sleep' }), lane(), { on: counted, onOutput: watch.onOutput });

@@ -9,7 +9,7 @@ import {
   type SandboxSpec,
   type SandboxTags,
 } from '@lanes/contracts';
-import type { CreateOptions, ExecOptions, ExecResult, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
+import type { CreateOptions, ExecOptions, ExecResult, ResetDirsOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
 
 /** The exit code a sandbox killed by the faulty provider reports (SIGKILL, as Modal reports terminate). */
 export const FAULTY_KILLED_EXIT_CODE = 137;
@@ -81,20 +81,30 @@ class FaultySandboxHandle implements SandboxHandle {
     return this.inner.workdir;
   }
 
-  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return this.#faulted(options.env?.[CARD_ID_ENV], options, () => this.inner.exec(argv, options));
+  }
+
+  /**
+   * Faulted as the card-less command it replaces (the runner's `rm -rf && mkdir -p` exec): it counts
+   * toward `dieAfterCommands` and `bareExit1Every`, and hangs under `hang`, so a plan means the same
+   * number of commands whether the provider resets in process or not.
+   */
+  resetDirs(paths: readonly string[], options: ResetDirsOptions = {}): Promise<ExecResult> {
+    return this.#faulted(undefined, options, () => this.inner.resetDirs(paths, options));
+  }
+
+  async #faulted(cardId: string | undefined, options: ResetDirsOptions, run: () => Promise<ExecResult>): Promise<ExecResult> {
     const plan = this.owner.plan;
     this.owner.count('commandsStarted');
     // Commands of other cards (and card-less ones: canaries, probes) pass through uncounted.
-    const cardId = options.env?.[CARD_ID_ENV];
-    if (plan.targetCards !== undefined && (cardId === undefined || !plan.targetCards.includes(cardId))) {
-      return this.inner.exec(argv, options);
-    }
+    if (plan.targetCards !== undefined && (cardId === undefined || !plan.targetCards.includes(cardId))) return run();
     const n = ++this.#commands;
     const startedAt = Date.now();
     if (plan.dieAfterCommands !== undefined && n >= plan.dieAfterCommands && this.#forcedExitCode === undefined) {
       // The sandbox dies as this command starts: the command meets the provider's real dead path.
       await this.#kill(FAULTY_KILLED_EXIT_CODE);
-      return this.inner.exec(argv, options);
+      return run();
     }
     if (plan.bareExit1Every !== undefined && n % plan.bareExit1Every === 0) {
       this.owner.count('bareExit1Injected');
@@ -107,7 +117,7 @@ class FaultySandboxHandle implements SandboxHandle {
       this.owner.count('hangsInjected');
       return this.inner.exec(['sleep', HANG_SECONDS], options);
     }
-    return this.inner.exec(argv, options);
+    return run();
   }
 
   async poll(): Promise<PollResult> {

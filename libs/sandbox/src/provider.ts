@@ -17,6 +17,9 @@ export interface ExecOptions {
   onOutput?: (stream: OutputStream, chunk: string) => void;
 }
 
+/** What a reset that runs as a command (a remote sandbox) is bounded by. */
+export type ResetDirsOptions = Pick<ExecOptions, 'timeoutMs' | 'killGraceMs' | 'signal'>;
+
 export interface ExecResult {
   /** The command's exit code; 128+signal when it was ended by a signal. */
   exitCode: number;
@@ -48,6 +51,14 @@ export interface SandboxHandle {
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   /** Reads a file inside the sandbox; undefined when it does not exist. */
   readFile(path: string): Promise<Uint8Array | undefined>;
+  /**
+   * Empties directories for a fresh attempt: each path is removed with everything in it, then made
+   * again, empty. Every path must lie strictly inside `workdir` (else ProviderInvalidError, nothing
+   * touched). Answers like a command (`rm -rf … && mkdir -p …`): exit 0, or non-zero with the reason
+   * in stderr. Throws as exec does (SandboxGoneError, ProviderUnavailableError). A provider that can
+   * reach the sandbox's files directly does it without starting a process.
+   */
+  resetDirs(paths: readonly string[], options?: ResetDirsOptions): Promise<ExecResult>;
   /** Ends the sandbox and everything in it. Already gone is not an error. */
   terminate(): Promise<void>;
 }

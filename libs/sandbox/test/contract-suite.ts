@@ -16,7 +16,7 @@
  * Commands assume a Linux userland with bash, coreutils and /proc (any Debian-like image).
  */
 import type { SandboxSpec } from '@lanes/contracts';
-import { SandboxGoneError } from '@lanes/contracts';
+import { ProviderInvalidError, SandboxGoneError } from '@lanes/contracts';
 import { CANCELLED_EXIT_CODE, type CreateOptions, type ExecResult, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { outputWatcher, waitFor } from './support/wait-for.js';
@@ -281,6 +281,44 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       expect(await handle.readFile(`${handle.workdir}/bytes.bin`)).toEqual(binary);
 
       expect(await handle.readFile(`${handle.workdir}/no/such/file`)).toBeUndefined();
+    });
+
+    it('(i) resetDirs empties directories (contents, nested trees, hidden files), makes missing ones, and leaves everything else alone', async () => {
+      const handle = await create();
+      const out = `${handle.workdir}/cards/c1/out`;
+      const work = `${handle.workdir}/cards/c1/work`;
+      await handle.writeFile(`${out}/result.json`, '{}');
+      await handle.writeFile(`${work}/deep/tree/file.txt`, 'old');
+      await handle.writeFile(`${handle.workdir}/cards/c1/card.json`, 'kept');
+      await handle.writeFile(`${handle.workdir}/cards/c1/outside-out`, 'kept');
+      // A command left a hidden file and an empty directory behind.
+      expect((await handle.exec(['sh', '-c', 'touch "$1/.hidden" && mkdir -p "$1/empty/x"', 'seed', work])).exitCode).toBe(0);
+
+      const reset = await handle.resetDirs([out, work, `${handle.workdir}/cards/c1/fresh/nested`]);
+      expect(reset).toMatchObject({ exitCode: 0, timedOut: false, cancelled: false });
+      const listing = await handle.exec(['sh', '-c', 'cd "$1" && find . | sort', 'list', `${handle.workdir}/cards/c1`]);
+      expect(listing.stdout.split('\n').filter(Boolean)).toEqual(['.', './card.json', './fresh', './fresh/nested', './out', './outside-out', './work']);
+      expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/cards/c1/card.json`))).toBe('kept');
+
+      // A relative path is taken from the workdir, as for files.
+      await handle.writeFile(`${handle.workdir}/rel/a.txt`, 'a');
+      expect((await handle.resetDirs(['rel'])).exitCode).toBe(0);
+      expect(await handle.readFile(`${handle.workdir}/rel/a.txt`)).toBeUndefined();
+      expect((await handle.exec(['test', '-d', `${handle.workdir}/rel`])).exitCode).toBe(0);
+    });
+
+    it('(i) resetDirs refuses the workdir itself and anything outside it, touching nothing; a dead sandbox throws SandboxGoneError', async () => {
+      const handle = await create();
+      await handle.writeFile(`${handle.workdir}/keep.txt`, 'kept');
+      for (const path of [handle.workdir, `${handle.workdir}/`, `${handle.workdir}/..`, `${handle.workdir}/a/../../x`, '/tmp', '..', '/']) {
+        await expect(handle.resetDirs([`${handle.workdir}/ok`, path]), path).rejects.toBeInstanceOf(ProviderInvalidError);
+      }
+      expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/keep.txt`))).toBe('kept');
+      // The valid path before the refused one was not made either: nothing is touched.
+      expect((await handle.exec(['test', '-e', `${handle.workdir}/ok`])).exitCode).not.toBe(0);
+
+      await handle.terminate();
+      await expect(handle.resetDirs([`${handle.workdir}/x`])).rejects.toBeInstanceOf(SandboxGoneError);
     });
 
     it('health and file requests stay responsive while a long command runs', async () => {

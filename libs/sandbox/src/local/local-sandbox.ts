@@ -12,6 +12,7 @@ import { cancelledBeforeStart } from '../exec-result.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
 import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from '../provider.js';
+import { resetResult, resetTargets } from '../reset-dirs.js';
 import { reapSandbox } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 
@@ -117,6 +118,25 @@ export class LocalSandbox implements SandboxHandle {
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
       throw error;
     }
+  }
+
+  /**
+   * In this process, with no command started: the sandbox's files are this host's files. Not queued
+   * behind a running command, like writeFile; the runner resets only between commands.
+   */
+  async resetDirs(paths: readonly string[]): Promise<ExecResult> {
+    this.assertUsable();
+    const targets = resetTargets(this.provider, this.workdir, paths);
+    const startedAtMs = this.params.now();
+    try {
+      for (const target of targets) await rm(target, { recursive: true, force: true });
+      for (const target of targets) await mkdir(target, { recursive: true });
+    } catch (error) {
+      return resetResult(startedAtMs, this.params.now(), error);
+    }
+    // The root may have died meanwhile; a dead sandbox must not pass for a clean one.
+    this.assertUsable();
+    return resetResult(startedAtMs, this.params.now());
   }
 
   terminate(): Promise<void> {

@@ -6,7 +6,8 @@ import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
-import type { ExecOptions, ExecResult, SandboxHandle } from '../provider.js';
+import type { ExecOptions, ExecResult, ResetDirsOptions, SandboxHandle } from '../provider.js';
+import { RESET_DIRS_NAME, RESET_DIRS_SCRIPT, resetResult, resetTargets } from '../reset-dirs.js';
 
 export interface ModalHandleTiming {
   livenessPollIntervalMs: number;
@@ -144,6 +145,14 @@ export class ModalSandboxHandle implements SandboxHandle {
       // Could not ask either: not a finding.
     }
     return new ProviderUnavailableError(MODAL_PROVIDER_NAME, 'file operation failed while the sandbox is live or unknown', { cause: err });
+  }
+
+  /** One command in the sandbox (its files are only reachable through a process); the paths are argv. */
+  async resetDirs(paths: readonly string[], options: ResetDirsOptions = {}): Promise<ExecResult> {
+    this.#throwIfFinished();
+    const targets = resetTargets(this.provider, this.workdir, paths);
+    if (targets.length === 0) return resetResult(this.#deps.now(), this.#deps.now());
+    return this.exec(['sh', '-c', RESET_DIRS_SCRIPT, RESET_DIRS_NAME, ...targets], options);
   }
 
   async terminate(): Promise<void> {
