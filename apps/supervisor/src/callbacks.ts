@@ -5,6 +5,7 @@ import { LaneEventSchema, type CallbackAllowRule, type LaneEvent } from '@lanes/
 import { keys, type CardStore } from '@lanes/queue';
 import { DEFAULT_CALLBACK_RETRY, evaluateCallback, isNotified, type CallbackRetryConfig } from './callback-policy.js';
 import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
+import { carryOldCallbacks } from './callback-upgrade.js';
 
 /**
  * Consumer group on the callback stream (`keys.callbacks()`: the card script puts there only the
@@ -58,9 +59,19 @@ export class CallbackDispatcher {
 
   async start(): Promise<void> {
     try {
-      await this.deps.redis.xgroup('CREATE', keys.callbacks(), CALLBACK_GROUP, '$', 'MKSTREAM');
+      // From the stream's start: it holds only what this group is to deliver, and what the card
+      // script put there before any dispatcher ever started is owed to its boards too.
+      await this.deps.redis.xgroup('CREATE', keys.callbacks(), CALLBACK_GROUP, '0', 'MKSTREAM');
     } catch (err) {
       if (!String(err).includes('BUSYGROUP')) throw err; // the group exists: another supervisor made it
+    }
+    // After the group exists, so what is carried over lies after its start and is read.
+    const carried = await carryOldCallbacks(this.deps.redis, CALLBACK_GROUP);
+    if (carried.found) {
+      this.deps.log.info(
+        { event: 'callback.upgrade', pending: carried.pending, unread: carried.unread },
+        'callbacks of the old event-stream group carried over; the group is gone',
+      );
     }
     this.running = true;
     this.loop = this.run();
