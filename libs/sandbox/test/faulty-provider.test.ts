@@ -192,6 +192,26 @@ describe('FaultyProvider over the local provider (it wraps any provider)', () =>
     await expect(handle.exec(['echo', 'x'])).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
+  it('resetDirs is faulted as the command it replaces: it counts toward dieAfterCommands and bareExit1Every, and hangs', async () => {
+    faulty.setPlan({ dieAfterCommands: 2 });
+    const dying = await faulty.create(testSpec());
+    const dir = `${dying.workdir}/cards/c/out`;
+    expect(await dying.resetDirs([dir])).toMatchObject({ exitCode: 0 });
+    await expect(dying.exec(['echo', 'second'])).rejects.toBeInstanceOf(SandboxGoneError);
+
+    faulty.setPlan({ bareExit1Every: 2, bareExit1Mode: 'live' });
+    const flaky = await faulty.create(testSpec());
+    expect(await flaky.exec(['true'])).toMatchObject({ exitCode: 0 });
+    expect(await flaky.resetDirs([`${flaky.workdir}/x`])).toMatchObject(BARE_EXIT_1);
+    expect(faulty.stats.bareExit1Injected).toBe(1);
+
+    faulty.setPlan({ hang: true });
+    expect(await flaky.resetDirs([`${flaky.workdir}/x`], { timeoutMs: 200, killGraceMs: 100 })).toMatchObject({ timedOut: true });
+    faulty.setPlan({});
+    expect(await flaky.resetDirs([`${flaky.workdir}/x`])).toMatchObject({ exitCode: 0 });
+    await flaky.terminate();
+  });
+
   it('hang over local: the kill works', async () => {
     faulty.setPlan({ hang: true });
     const handle = await faulty.create(testSpec());
