@@ -11,18 +11,25 @@ const BENCHES: Record<string, string> = {
   scale: 'bench/scale.ts',
 };
 
-/** Runs each benchmark script in its own process (so timings are not disturbed by this one) and streams its table. */
-export async function runBenchmarks(which: string, print: (s: string) => void): Promise<number> {
-  const names = which === 'all' ? Object.keys(BENCHES) : [which];
+/**
+ * Runs each benchmark script in its own process (so timings are not disturbed by this one) and
+ * streams its table. `args` (what followed `--` on the command line) go to the script as they are.
+ */
+export async function runBenchmarks(which: string, print: (s: string) => void, args: readonly string[] = [], benches: Readonly<Record<string, string>> = BENCHES): Promise<number> {
+  if (which === 'all' && args.length > 0) {
+    print('options after -- go to one benchmark: name it (lanes bench NAME -- OPTIONS)');
+    return 2;
+  }
+  const names = which === 'all' ? Object.keys(benches) : [which];
   for (const name of names) {
-    const rel = BENCHES[name];
+    const rel = benches[name];
     if (!rel || !existsSync(join(PROJECT_DIR, rel))) {
-      print(`no benchmark "${name}" (have: ${Object.keys(BENCHES).join(', ')})`);
+      print(`no benchmark "${name}" (have: ${Object.keys(benches).join(', ')})`);
       return 2;
     }
-    print(`\n== ${name}: npx tsx --conditions=@lanes/source ${rel}`);
+    print(`\n== ${name}: npx tsx --conditions=@lanes/source ${[rel, ...args].join(' ')}`);
     const code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, ['--conditions=@lanes/source', '--import', 'tsx', join(PROJECT_DIR, rel)], { cwd: PROJECT_DIR, stdio: 'inherit' });
+      const child = spawn(process.execPath, ['--conditions=@lanes/source', '--import', 'tsx', join(PROJECT_DIR, rel), ...args], { cwd: PROJECT_DIR, stdio: 'inherit' });
       child.once('exit', (c) => resolve(c ?? 1));
     });
     if (code !== 0) return code;

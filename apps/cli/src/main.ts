@@ -17,7 +17,8 @@ const USAGE = `usage: lanes <command> [options]
   cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
   unblock CARD_ID [--note TEXT]     release a needs-human card
   lanes                             lanes, slots, sandboxes, breakers
-  bench [NAME|all]                  run benchmarks (sandbox, respawn, throughput, enqueue, scale) and print figures
+  bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale) and print figures;
+                                    OPTIONS after -- go to the named benchmark (e.g. bench enqueue -- --rounds 5)
 
 Remote commands use LANES_API_URL (default http://127.0.0.1:$LANES_PORT or :3000) and LANES_API_TOKEN.`;
 
@@ -32,8 +33,11 @@ export async function main(
   signal?: AbortSignal,
   note: (s: string) => void = (s) => process.stderr.write(`lanes: ${s}\n`),
 ): Promise<number> {
+  // Everything after `--` belongs to a benchmark script, not to lanes.
+  const dashDash = argv.indexOf('--');
+  const passThrough = dashDash >= 0 ? argv.slice(dashDash + 1) : [];
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: dashDash >= 0 ? argv.slice(0, dashDash) : argv,
     allowPositionals: true,
     options: {
       config: { type: 'string' },
@@ -96,7 +100,7 @@ export async function main(
         return await lanesCommand(client, print);
       case 'bench': {
         const { runBenchmarks } = await import('./bench.js');
-        return await runBenchmarks(arg ?? 'all', print);
+        return await runBenchmarks(arg ?? 'all', print, passThrough);
       }
       default:
         throw new UsageError(`unknown command "${command}"`);
