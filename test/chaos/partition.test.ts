@@ -39,7 +39,12 @@ async function partitionableLink(redisPort: number): Promise<{ url: string; cut(
     heal() {
       down = false;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // server.close() waits for every connection through the link: end them (the stacks have stopped).
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
 

@@ -193,7 +193,8 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     // the whole control plane goes down once the death has been seen (a dead poll needs it up).
     server.faults.fail('SandboxCreateV2', { forMs: 20_000 });
     server.killSandbox(running.sandboxId!);
-    await t.api.waitCard('m-5', 'blocked (sandbox-dead)', (c) => c.state === 'blocked' && c.blockedReason === 'sandbox-dead');
+    // Read from the history: the sweep may re-drive the card before a poll catches it blocked.
+    await t.api.waitCard('m-5', 'blocked (sandbox-dead)', (c) => c.history.some((h) => h.state === 'blocked' && h.blockedReason === 'sandbox-dead'));
     server.faults.fail('ModalClient', { forMs: 20_000 });
     for (const id of ['m-6', 'm-7']) await t.api.request('POST', '/v1/cards', { id, lane: 'modal-lane', title: id });
     await waitFor(
