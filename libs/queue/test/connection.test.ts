@@ -1,0 +1,72 @@
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QUEUE_PREFIX, createRedis } from '@lanes/queue';
+import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
+
+/** Long enough that a close waiting on it would be seen hanging; a working close takes milliseconds. */
+const CLOSE_DEADLINE_MS = 5_000;
+
+function settlesWithin<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+describe('createRedis: closing while Redis is unreachable', () => {
+  let server: TestRedis | undefined;
+  const opened: Redis[] = [];
+
+  afterEach(async () => {
+    for (const r of opened.splice(0)) r.disconnect();
+    await server?.start();
+    await server?.stop();
+    server = undefined;
+  });
+
+  it('a connection waiting to reconnect ends when disconnected, and its queued commands fail', async () => {
+    server = await startRedis();
+    // A slow retry keeps the connection parked between attempts, where ioredis 5 never ended it.
+    const redis = createRedis(server.url, { retryStrategy: () => 60_000 });
+    opened.push(redis);
+    redis.on('error', () => undefined);
+    await redis.ping();
+    await server.kill();
+    await waitFor('the connection to wait for its next attempt', () => redis.status === 'reconnecting');
+    const queued = redis.get('anything');
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+
+    redis.disconnect();
+
+    await settlesWithin("the connection's end", ended, CLOSE_DEADLINE_MS);
+    expect(redis.status).toBe('end');
+    await expect(settlesWithin('the queued command', queued, CLOSE_DEADLINE_MS)).rejects.toThrow('Connection is closed');
+  });
+
+  it("a BullMQ Worker on it closes during an outage (close waits for its blocking connection's end)", async () => {
+    server = await startRedis();
+    const redis = createRedis(server.url);
+    opened.push(redis);
+    redis.on('error', () => undefined);
+    const copies: Redis[] = [];
+    const duplicate = redis.duplicate.bind(redis);
+    redis.duplicate = (override) => {
+      const copy = duplicate(override);
+      copies.push(copy);
+      opened.push(copy);
+      return copy;
+    };
+    const worker = new Worker('outage', async () => undefined, { connection: redis, prefix: QUEUE_PREFIX });
+    worker.on('error', () => undefined);
+    await worker.waitUntilReady();
+    await waitFor("the worker's blocking connection", () => copies.some((c) => c.status === 'ready'));
+
+    await server.kill();
+    await waitFor('every connection of the worker to wait between attempts', () => [redis, ...copies].every((c) => c.status === 'reconnecting'));
+
+    await settlesWithin('Worker.close()', worker.close(), CLOSE_DEADLINE_MS);
+    expect(copies.map((c) => c.status)).toEqual(copies.map(() => 'end'));
+  });
+});
