@@ -308,12 +308,7 @@ export class Slot {
    */
   async retire(reason: string): Promise<string | undefined> {
     if (this.cardId !== undefined) throw new IllegalStateError(`slot ${this.id} holds card ${this.cardId}: only an idle slot is retired`);
-    this.halt();
-    const spawning = this.spawning;
-    if (spawning) await spawning.catch(() => undefined);
-    const p = this.snapshot.sandbox;
-    const handle = p.state === 'stopped' ? p.handle : undefined;
-    this.apply({ type: 'terminated' }, false);
+    const handle = await this.end();
     if (!handle) return undefined;
     await this.deps.terminator.terminate(handle.id, reason);
     this.deps.record({ ...this.recordOf(handle), state: 'terminated' });
@@ -322,12 +317,18 @@ export class Slot {
   }
 
   async stop(): Promise<void> {
+    const handle = await this.end();
+    if (handle) await bestEffort('terminate sandbox on stop', () => handle.terminate(), warnTo(this.deps.log));
+  }
+
+  /** Halts the slot, lets a spawn in flight land, and takes the sandbox it held (to be terminated by the caller). */
+  private async end(): Promise<SandboxHandle | undefined> {
     this.halt();
     const spawning = this.spawning;
     if (spawning) await spawning.catch(() => undefined);
     const p = this.snapshot.sandbox;
     const handle = p.state === 'stopped' ? p.handle : undefined;
     this.apply({ type: 'terminated' }, false);
-    if (handle) await bestEffort('terminate sandbox on stop', () => handle.terminate(), warnTo(this.deps.log));
+    return handle;
   }
 }
