@@ -1,37 +1,21 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { QUEUE_PREFIX } from '@lanes/queue';
-import { startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { useRedis } from '../harness/index.js';
 
 const BOARD_API = '/admin/queues/api/queues';
 const agent = [process.execPath, DEMO_AGENT];
 
 describe('Bull Board read-only mode (LANES_BOARD_READONLY=1)', () => {
-  let redis: TestRedis;
-  let conn: Redis;
-  let t: TestStack | undefined;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    conn = new Redis(redis.url, { maxRetriesPerRequest: null });
-  });
-  afterEach(async () => {
-    await t?.stop();
-    t = undefined;
-  });
-  afterAll(async () => {
-    conn?.disconnect();
-    await redis?.stop();
-  });
+  const f = useRedis();
 
   /** A lane with a finished card on it, and the lane's queue as BullMQ sees it. */
   async function withDoneCard(lane: string, boardReadOnly: boolean) {
-    t = await startTestStack(redis.url, [{ name: lane, slots: 1, agent }], { boardReadOnly });
+    const t = await f.stack([{ name: lane, slots: 1, agent }], { boardReadOnly });
     await t.api.request('POST', '/v1/cards', { id: `${lane}-1`, lane, title: 'board test' });
     await t.api.waitCard(`${lane}-1`, 'done', (c) => c.state === 'done');
-    return { api: t.api, queue: new Queue(lane, { connection: conn, prefix: QUEUE_PREFIX }) };
+    return { api: t.api, queue: new Queue(lane, { connection: f.conn, prefix: QUEUE_PREFIX }) };
   }
 
   it('shows the queues but refuses to pause one or clean a job', async () => {

@@ -1,40 +1,24 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import type { Card } from '@lanes/contracts';
 import { CardStore, EventLog, QUEUE_PREFIX, jobOptions } from '@lanes/queue';
-import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { useRedis, waitFor } from '../harness/index.js';
 
 const agent = [process.execPath, DEMO_AGENT];
 
 /** Supervisor branches over a real stack: real Redis, BullMQ, local sandboxes. */
 describe('supervisor branches end to end', () => {
-  let redis: TestRedis;
-  let conn: Redis;
-  let t: TestStack | undefined;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    conn = new Redis(redis.url, { maxRetriesPerRequest: null });
-  });
-  afterEach(async () => {
-    await t?.stop();
-    t = undefined;
-  });
-  afterAll(async () => {
-    conn?.disconnect();
-    await redis?.stop();
-  });
+  const f = useRedis();
 
   it('the re-drive sweep: a card left blocked (sandbox-dead) by a worker that died before re-driving it runs again once the lane has a live slot', async () => {
-    t = await startTestStack(redis.url, [{ name: 'sweep', slots: 1, agent }]);
-    await waitFor('a live slot', async () => (await t!.api.lanes())[0]!.slots[0]?.sandbox?.state === 'live');
+    const t = await f.stack([{ name: 'sweep', slots: 1, agent }]);
+    await waitFor('a live slot', async () => (await t.api.lanes())[0]!.slots[0]?.sandbox?.state === 'live');
     // What a worker that died between "blocked" and its re-drive leaves behind: the card blocked,
     // its job delayed for an hour, and nobody left to promote it.
-    const store = new CardStore({ redis: conn, events: new EventLog(conn), now: Date.now });
+    const store = new CardStore({ redis: f.conn, events: new EventLog(f.conn), now: Date.now });
     const card: Card = { id: 'orphaned-block', lane: 'sweep', title: 'blocked by a dead sandbox', priority: 0 };
-    const queue = new Queue('sweep', { connection: conn, prefix: QUEUE_PREFIX });
+    const queue = new Queue('sweep', { connection: f.conn, prefix: QUEUE_PREFIX });
     try {
       await store.create(card);
       await queue.add('sweep', card, { ...jobOptions(card, { attempts: 3 }), delay: 3_600_000 });

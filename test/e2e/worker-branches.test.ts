@@ -1,11 +1,10 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import type { LaneConfigInput } from '@lanes/contracts';
 import { QUEUE_PREFIX } from '@lanes/queue';
 import { FaultyProvider, createFaultyProvider, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { startTestStack, useRedis, waitFor } from '../harness/index.js';
 
 const agent = [process.execPath, DEMO_AGENT];
 const fastRespawn = { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 };
@@ -22,28 +21,13 @@ const alive = (pid: number | undefined) => {
 
 /** Worker branches nobody met before: real Redis, real BullMQ, real local sandboxes behind a faulty provider. */
 describe('worker branches end to end', () => {
-  let redis: TestRedis;
-  let conn: Redis;
-  let t: TestStack | undefined;
+  const f = useRedis();
   let faulty: FaultyProvider | undefined;
 
-  const start = async (lane: LaneConfigInput) => {
-    t = await startTestStack(redis.url, [lane], { wrap: (p) => (faulty = p instanceof FaultyProvider ? p : createFaultyProvider(p)) });
-    return t;
-  };
+  const start = (lane: LaneConfigInput) => f.stack([lane], { wrap: (p) => (faulty = p instanceof FaultyProvider ? p : createFaultyProvider(p)) });
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    conn = new Redis(redis.url, { maxRetriesPerRequest: null });
-  });
-  afterEach(async () => {
-    await t?.stop();
-    t = undefined;
+  afterEach(() => {
     faulty = undefined;
-  });
-  afterAll(async () => {
-    conn?.disconnect();
-    await redis?.stop();
   });
 
   it('a provider outage in the middle of a card: the card waits as provider-outage, the breaker records it, the sandbox is kept, then the card runs to done', async () => {
@@ -79,7 +63,7 @@ describe('worker branches end to end', () => {
     });
     const done = await api.waitCard('fin-done', 'done', (c) => c.state === 'done');
     const failed = await api.waitCard('fin-failed', 'failed', (c) => c.state === 'failed');
-    const queue = new Queue('finished', { connection: conn, prefix: QUEUE_PREFIX });
+    const queue = new Queue('finished', { connection: f.conn, prefix: QUEUE_PREFIX });
     try {
       // A job for each id again, as a board speaking BullMQ (or a lost completion) would leave one.
       for (const id of ['fin-done', 'fin-failed']) {
@@ -104,7 +88,7 @@ describe('worker branches end to end', () => {
 
   it('a job put on the lane straight through BullMQ, with no card record, gets one and runs to done once', async () => {
     const { api } = await start({ name: 'direct', slots: 1, agent, attempts: 1, respawn: fastRespawn });
-    const queue = new Queue('direct', { connection: conn, prefix: QUEUE_PREFIX });
+    const queue = new Queue('direct', { connection: f.conn, prefix: QUEUE_PREFIX });
     try {
       await queue.add('direct', { id: 'direct-1', lane: 'direct', title: 'from a board speaking BullMQ' }, { jobId: 'direct-1', attempts: 1 });
       const card = await api.waitCard('direct-1', 'done', (c) => c.state === 'done');
@@ -151,8 +135,7 @@ describe('worker branches end to end', () => {
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
-    t = await startTestStack(
-      redis.url,
+    const { api } = await f.stack(
       // Every command, the canary included, answers a bare exit 1 until the plan is cleared.
       [
         {
@@ -166,7 +149,6 @@ describe('worker branches end to end', () => {
       ],
       { wrap: (p) => recording((faulty = p as FaultyProvider)) },
     );
-    const { api } = t;
     await waitFor('two sandboxes to fail their canary', async () => (await api.lanes())[0]!.breaker.failures >= 2);
     expect((await api.lanes())[0]!.slots[0]?.sandbox?.state).not.toBe('live');
     const failedOnes = created.slice(0, 2);
@@ -202,7 +184,7 @@ describe('worker branches end to end', () => {
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
-    const worker = await startTestStack(redis.url, [{ name: 'stopping', slots: 1, agent }], { wrap: gated, parts: { api: false, worker: true, supervisor: false } });
+    const worker = await startTestStack(f.redis.url, [{ name: 'stopping', slots: 1, agent }], { wrap: gated, parts: { api: false, worker: true, supervisor: false } });
     await waitFor('the slot to be creating its sandbox', () => creates === 1);
     // With no API to close first, stop halts the slot before its first await; only then does the create finish.
     const stopping = worker.stop();

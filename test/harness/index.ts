@@ -4,3 +4,4 @@ export { freePort } from '@lanes/cli';
 export { apiClient, type ApiClient } from './api.js';
 export { startTestStack, testLog, type TestStack } from './stack.js';
 export { spawnWorker, type WorkerProcess } from './worker-process.js';
+export { useRedis, type RedisFixture } from './redis-fixture.js';

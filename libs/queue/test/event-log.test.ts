@@ -1,21 +1,16 @@
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventLog, createRedis } from '@lanes/queue';
-import { startRedis, type TestRedis } from '../../../test/harness/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EventLog } from '@lanes/queue';
+import { useRedis } from '../../../test/harness/index.js';
 
 describe('EventLog on real Redis', () => {
-  let server: TestRedis;
+  const f = useRedis();
   let redis: Redis;
   let log: EventLog;
 
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
+  beforeAll(() => {
+    redis = f.conn;
     log = new EventLog(redis);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
   });
 
   it('since(ms, n) returns the latest n events of the window, oldest first; recent(n) the latest n overall', async () => {

@@ -1,24 +1,19 @@
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { EventLog, EventWindow, createRedis, keys } from '@lanes/queue';
-import { startRedis, type TestRedis } from '../../../test/harness/index.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { EventLog, EventWindow, keys } from '@lanes/queue';
+import { useRedis } from '../../../test/harness/index.js';
 
 describe('EventWindow on real Redis', () => {
-  let server: TestRedis;
+  const f = useRedis();
   let redis: Redis;
   let log: EventLog;
 
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
+  beforeAll(() => {
+    redis = f.conn;
     log = new EventLog(redis);
   });
   beforeEach(async () => {
     await redis.del(keys.events());
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
   });
 
   /** Appends an event with an explicit stream id at `ms`, so the window's edges are exact. */
