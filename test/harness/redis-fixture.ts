@@ -25,6 +25,8 @@ export function useRedis(): RedisFixture {
   beforeAll(async () => {
     redis = await startRedis();
     conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    // A test may kill its Redis on purpose; this connection waits for it like the rest.
+    conn.on('error', () => undefined);
   });
   afterEach(async () => {
     for (const s of stacks.splice(0).reverse()) await s.stop();
