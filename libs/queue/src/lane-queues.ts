@@ -80,10 +80,13 @@ export class LaneQueues {
   }
 
   /**
-   * Enqueues validated cards in one MULTI, one round trip: the records (lanesEnqueue), every card's
-   * job through BullMQ's own add, and the release of the guards that keep an add out where the card
-   * must get no job (see enqueue-script.ts). A batch with an id already on another lane is refused
-   * whole, with nothing written. Atomic, so no record is ever left without its job by an enqueue.
+   * Enqueues validated cards. Several go in one MULTI, one round trip: the records (lanesEnqueue),
+   * every card's job through BullMQ's own add, and the release of the guards that keep an add out
+   * where the card must get no job (see enqueue-script.ts). A batch with an id already on another
+   * lane is refused whole, with nothing written; no record is left without its job.
+   *
+   * One card goes in two plain commands instead (`enqueueOne`): on ioredis a MULTI costs more CPU
+   * than the round trip it saves (the pipeline object, its promises; measured in bench/README.md).
    */
   async enqueueMany(cards: readonly Card[]): Promise<EnqueueManyResult> {
     for (const card of cards) {
@@ -92,6 +95,7 @@ export class LaneQueues {
       if (card.id === '0' || card.id.startsWith('0:')) throw new Error("JobId cannot be '0' or start with '0:'");
     }
     if (cards.length === 0) return { ok: true, results: [] };
+    if (cards.length === 1) return this.enqueueOne(cards[0]!);
     const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
     multi.runCommand(ENQUEUE_SCRIPT, enqueueArgs(cards, new Date(this.now()).toISOString(), EVENT_STREAM_MAX_LEN));
     for (const card of cards) {
@@ -112,6 +116,21 @@ export class LaneQueues {
         return (before ? { created: false, id: card.id, state: before.state } : { created: true, id: card.id, state: 'queued' }) satisfies EnqueueOutcome;
       }),
     };
+  }
+
+  /**
+   * One card: its record script, then its job unless it must get none. The script answers a repeat
+   * with its state and lane; a queued record whose job is gone (a crash between the two writes)
+   * gets its job again; a card in any other state never gets one.
+   */
+  private async enqueueOne(card: Card): Promise<EnqueueManyResult> {
+    const [created] = await this.deps.store.createMany([card]);
+    if (!created!.created && created!.lane !== card.lane) return { ok: false, conflicts: [{ index: 0, id: card.id, lane: created!.lane }] };
+    const queue = this.queues.get(card.lane)!;
+    if (created!.created || (created!.state === 'queued' && !(await queue.getJob(card.id)))) {
+      await queue.add(card.lane, card, jobOptions(card, this.lanes.get(card.lane)!));
+    }
+    return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
   }
 
   async job(cardId: string, lane: string): Promise<Job | undefined> {
