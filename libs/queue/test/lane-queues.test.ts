@@ -225,6 +225,32 @@ describe('LaneQueues on real Redis', () => {
     expect(seen.slice(0, seen.indexOf('ping'))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'exec']);
   });
 
+  it('a batch writes the same record, history entry and event as a single enqueue, callbackUrl flag included', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const hook = { callbackUrl: 'https://board.example/hook', metadata: { k: 1 } };
+    const [single, batched] = [card(hook), card(hook)];
+    const [plainSingle, plainBatched] = [card(), card()];
+    await queues.enqueue(single);
+    await queues.enqueue(plainSingle);
+    await queues.enqueueMany([batched, plainBatched]);
+    const record = async (c: Card) => {
+      const { card: json, createdAt, updatedAt, ...rest } = await redis.hgetall(keys.card(c.id));
+      expect(createdAt).toBe(updatedAt);
+      return { ...rest, card: JSON.parse(json!) as unknown } as Record<string, unknown>;
+    };
+    expect(await record(batched)).toEqual({ ...(await record(single)), card: batched });
+    expect(await record(plainBatched)).toEqual({ ...(await record(plainSingle)), card: plainBatched });
+    expect((await record(batched)).callback).toBe('1');
+    expect((await record(plainBatched)).callback).toBe('0');
+    const history = async (c: Card) => (await store.get(c.id))!.history.map(({ at: _at, ...h }) => h);
+    expect(await history(batched)).toEqual(await history(single));
+    const event = async (c: Card) => (await events.recent(1_000)).filter((e) => e.cardId === c.id).map(({ at: _at, id: _id, ...e }) => e);
+    expect(await event(batched)).toEqual([{ type: 'card.queued', lane: lane.name, cardId: batched.id }]);
+    expect(await event(single)).toEqual([{ type: 'card.queued', lane: lane.name, cardId: single.id }]);
+    expect((await queue.getJob(batched.id))!.opts).toEqual({ ...(await queue.getJob(single.id))!.opts, jobId: batched.id });
+    expect((await queue.getJob(batched.id))!.data).toEqual(batched);
+  });
+
   it('enqueue on an unknown lane throws', async () => {
     const { queues, card } = laneQueues();
     await expect(queues.enqueue(card({ lane: uid('other') }))).rejects.toThrow(/unknown lane/);
