@@ -58,6 +58,32 @@ describe('card flow on the embedded default', () => {
     expect(card.history.filter((h) => h.state === 'running')).toHaveLength(1);
   });
 
+  it('re-posting a done card whose BullMQ job was removed (removeOnComplete) adds no job and never runs it again', async () => {
+    const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const queue = new Queue('demo', { connection: conn, prefix: QUEUE_PREFIX });
+    try {
+      // What removeOnComplete does once the completed job is old or many enough.
+      await (await queue.getJob('flow-1'))!.remove();
+      expect(await queue.getJob('flow-1')).toBeUndefined();
+      const again = await t.api.request<{ cards: Array<{ id: string; state: string; created: boolean }> }>('POST', '/v1/cards', {
+        cards: [
+          { id: 'flow-1', lane: 'demo', title: 'Fix flaky test' },
+          { id: 'flow-1c', lane: 'demo', title: 'after' },
+        ],
+      });
+      expect(again.status).toBe(202);
+      expect(again.body.cards[0]).toEqual({ id: 'flow-1', state: 'done', created: false });
+      expect(await queue.getJob('flow-1')).toBeUndefined();
+      await t.api.waitCard('flow-1c', 'done', (c) => c.state === 'done');
+      const card = await t.api.card('flow-1');
+      expect(card.history.filter((h) => h.state === 'running')).toHaveLength(1);
+      expect(await queue.getJob('flow-1')).toBeUndefined();
+    } finally {
+      await queue.close();
+      conn.disconnect();
+    }
+  });
+
   it('refuses malformed bodies with 400 naming the field', async () => {
     const bad = await t.api.request<{ error: { code: string; message: string; issues: Array<{ path: string }> } }>('POST', '/v1/cards', {
       lane: 'demo',

@@ -45,7 +45,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const { redis, lanes } = options;
   const store = new CardStore({ redis, now, log: options.log });
   const fleet = new FleetStore(redis);
-  const queues = new LaneQueues({ redis, store, lanes, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
+  const queues = new LaneQueues({ redis, store, lanes, now, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const app = Fastify({
     loggerInstance: options.log.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,

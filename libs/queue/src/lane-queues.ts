@@ -1,7 +1,9 @@
-import { Queue, type Job } from 'bullmq';
+import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
+import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
+import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
@@ -15,6 +17,8 @@ export interface LaneQueuesDeps {
   lanes: readonly LaneConfig[];
   /** Connection errors of the queues (Redis down, reconnecting); they recover by themselves. */
   onError?: (err: Error) => void;
+  /** The clock of the records an enqueue writes; Date.now unless given. */
+  now?: () => number;
 }
 
 export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
@@ -24,12 +28,26 @@ export type EnqueueManyResult = { ok: true; results: EnqueueOutcome[] } | { ok: 
 
 export type CommandOutcome = { ok: true; state: CardState } | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
 
+/** The ids of a refused batch that belong to another lane (or appear twice on two lanes). */
+function conflictsOf(cards: readonly Card[], reply: EnqueueReply): Array<{ index: number; id: string; lane: string }> {
+  const seen = new Map<string, string>();
+  return cards.flatMap((card, index) => {
+    const lane = reply.before[index]?.lane ?? seen.get(card.id);
+    if (!seen.has(card.id)) seen.set(card.id, card.lane);
+    return lane !== undefined && lane !== card.lane ? [{ index, id: card.id, lane }] : [];
+  });
+}
+
 /** One BullMQ queue per lane, and the card operations that touch both the queue and the store. */
 export class LaneQueues {
   private readonly queues = new Map<string, Queue>();
   private readonly lanes = new Map<string, LaneConfig>();
 
+  private readonly now: () => number;
+
   constructor(private readonly deps: LaneQueuesDeps) {
+    this.now = deps.now ?? Date.now;
+    defineEnqueueScripts(deps.redis);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
       const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX });
@@ -62,50 +80,57 @@ export class LaneQueues {
   }
 
   /**
-   * Enqueues validated cards with one pipeline of record writes and one `addBulk` per lane, as
-   * `enqueue` would one by one. A batch of several is first checked for ids already on another
-   * lane (one more pipeline) so that it is refused whole; for one card the create itself tells.
+   * Enqueues validated cards. Several go in one MULTI, one round trip: the records (lanesEnqueue),
+   * every card's job through BullMQ's own add, and the release of the guards that keep an add out
+   * where the card must get no job (see enqueue-script.ts). A batch with an id already on another
+   * lane is refused whole, with nothing written; no record is left without its job.
+   *
+   * One card goes in two plain commands instead (`enqueueOne`): on ioredis a MULTI costs more CPU
+   * than the round trip it saves (the pipeline object, its promises; measured in bench/README.md).
    */
   async enqueueMany(cards: readonly Card[]): Promise<EnqueueManyResult> {
-    for (const card of cards) if (!this.lanes.has(card.lane)) throw new Error(`unknown lane ${card.lane}`);
-    if (cards.length > 1) {
-      const pipeline = this.deps.redis.pipeline();
-      for (const card of cards) pipeline.hget(keys.card(card.id), 'lane');
-      const lanes = (await pipeline.exec()) ?? [];
-      const conflicts = cards.flatMap((card, index) => {
-        const lane = lanes[index]?.[1];
-        return typeof lane === 'string' && lane !== card.lane ? [{ index, id: card.id, lane }] : [];
-      });
-      if (conflicts.length) return { ok: false, conflicts };
+    for (const card of cards) {
+      if (!this.lanes.has(card.lane)) throw new Error(`unknown lane ${card.lane}`);
+      // BullMQ's own refusal (Queue.add), made before anything is written.
+      if (card.id === '0' || card.id.startsWith('0:')) throw new Error("JobId cannot be '0' or start with '0:'");
     }
-    const created = await this.deps.store.createMany(cards);
-    const conflicts = created.flatMap((c, index) => (!c.created && c.lane !== cards[index]!.lane ? [{ index, id: cards[index]!.id, lane: c.lane }] : []));
-    if (conflicts.length) return { ok: false, conflicts };
-    // A queued record whose job is gone (a crash between the two writes) gets its job again.
-    const repeats = cards.filter((_, i) => !created[i]!.created && created[i]!.state === 'queued');
-    const missing = new Set(
-      (await Promise.all(repeats.map(async (card) => ((await this.queues.get(card.lane)!.getJob(card.id)) ? undefined : card.id)))).filter((id): id is string => id !== undefined),
-    );
-    const byLane = new Map<string, Card[]>();
-    cards.forEach((card, i) => {
-      if (created[i]!.created || missing.has(card.id)) byLane.set(card.lane, [...(byLane.get(card.lane) ?? []), card]);
-    });
-    await Promise.all(
-      [...byLane].map(([lane, batch]) => {
-        const queue = this.queues.get(lane)!;
-        const config = this.lanes.get(lane)!;
-        // One job: `add` skips the MULTI that addBulk wraps around its jobs.
-        if (batch.length === 1) return queue.add(lane, batch[0]!, jobOptions(batch[0]!, config));
-        return queue.addBulk(batch.map((card) => ({ name: lane, data: card, opts: jobOptions(card, config) })));
-      }),
-    );
+    if (cards.length === 0) return { ok: true, results: [] };
+    if (cards.length === 1) return this.enqueueOne(cards[0]!);
+    const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
+    multi.runCommand(ENQUEUE_SCRIPT, enqueueArgs(cards, new Date(this.now()).toISOString(), EVENT_STREAM_MAX_LEN));
+    for (const card of cards) {
+      const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
+      // Queued on the MULTI now; its answer comes with exec's.
+      job.addJob(multi).catch(() => undefined);
+    }
+    multi.runCommand(ENQUEUE_RELEASE_SCRIPT, [keys.enqueueGuards()]);
+    const replies = await multi.exec();
+    if (!replies) throw new Error('enqueue MULTI was discarded');
+    for (const [err] of replies) if (err) throw err;
+    const reply = parseEnqueueReply(replies[0]![1], cards.length);
+    if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     return {
       ok: true,
       results: cards.map((card, i) => {
-        const c = created[i]!;
-        return (c.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: c.state }) satisfies EnqueueOutcome;
+        const before = reply.before[i];
+        return (before ? { created: false, id: card.id, state: before.state } : { created: true, id: card.id, state: 'queued' }) satisfies EnqueueOutcome;
       }),
     };
+  }
+
+  /**
+   * One card: its record script, then its job unless it must get none. The script answers a repeat
+   * with its state and lane; a queued record whose job is gone (a crash between the two writes)
+   * gets its job again; a card in any other state never gets one.
+   */
+  private async enqueueOne(card: Card): Promise<EnqueueManyResult> {
+    const [created] = await this.deps.store.createMany([card]);
+    if (!created!.created && created!.lane !== card.lane) return { ok: false, conflicts: [{ index: 0, id: card.id, lane: created!.lane }] };
+    const queue = this.queues.get(card.lane)!;
+    if (created!.created || (created!.state === 'queued' && !(await queue.getJob(card.id)))) {
+      await queue.add(card.lane, card, jobOptions(card, this.lanes.get(card.lane)!));
+    }
+    return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
   }
 
   async job(cardId: string, lane: string): Promise<Job | undefined> {

@@ -31,6 +31,8 @@ export const keys = {
   events: () => `${STORE_PREFIX}:events`,
   /** The events a board is to hear about, of cards that have a callbackUrl: what the callback dispatcher reads. */
   callbacks: () => `${STORE_PREFIX}:callbacks`,
+  /** Job keys an enqueue guards from BullMQ's add for the length of its MULTI (see enqueue-script.ts); empty outside one. */
+  enqueueGuards: () => `${STORE_PREFIX}:enqueue-guards`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;
 

@@ -136,6 +136,121 @@ describe('LaneQueues on real Redis', () => {
     expect(await queue.getJob(taken.id)).toBeUndefined();
   });
 
+  /** No guard of an enqueue outlives its MULTI: neither the guard set nor a guard hash at a job key. */
+  const expectNoGuards = async (lane: string, ids: string[]) => {
+    expect(await redis.exists(keys.enqueueGuards())).toBe(0);
+    for (const id of ids) expect(await redis.hget(jobKey(lane, id), 'lanesEnqueueGuard')).toBeNull();
+  };
+
+  it('enqueue gives no job to a card in any state but queued whose job is gone, and leaves no guard', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const [running, blocked, failed, cancelled] = [card(), card(), card(), card()];
+    for (const c of [running, blocked, failed, cancelled]) await store.create(c);
+    await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, await runAs(running, 'r'));
+    await store.transition(blocked, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, board);
+    const runF = await runAs(failed, 'f');
+    await store.transition(failed, { to: 'running', attempt: 1, sandboxId: 'sb' }, runF);
+    await store.transition(failed, { to: 'failed', attempt: 1, failedReason: 'command-failed' }, runF);
+    await store.transition(cancelled, { to: 'cancelled', attempt: 0, message: 'cancelled before it ran' }, board);
+    const all = [running, blocked, failed, cancelled];
+    expect(await queues.enqueueMany(all)).toEqual({
+      ok: true,
+      results: all.map((c, i) => ({ created: false, id: c.id, state: ['running', 'blocked', 'failed', 'cancelled'][i] })),
+    });
+    for (const c of all) expect(await redis.exists(jobKey(lane.name, c.id))).toBe(0);
+    expect(await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active')).toEqual({ waiting: 0, prioritized: 0, delayed: 0, active: 0 });
+    await expectNoGuards(
+      lane.name,
+      all.map((c) => c.id),
+    );
+    // One at a time too (a single POST).
+    for (const c of all) expect(await queues.enqueue(c)).toMatchObject({ created: false });
+    for (const c of all) expect(await redis.exists(jobKey(lane.name, c.id))).toBe(0);
+    await expectNoGuards(
+      lane.name,
+      all.map((c) => c.id),
+    );
+  });
+
+  it('a refused batch writes no record, no job, no event and no guard, and leaves its repeats as they were', async () => {
+    const { queues, queue, card } = laneQueues();
+    const other = laneQueues();
+    const taken = other.card();
+    await other.queues.enqueue(taken);
+    const repeat = card();
+    await queues.enqueue(repeat);
+    const fresh = card();
+    const eventsBefore = (await events.recent(1_000)).length;
+    const out = await queues.enqueueMany([fresh, repeat, { ...taken, lane: fresh.lane }]);
+    expect(out).toEqual({ ok: false, conflicts: [{ index: 2, id: taken.id, lane: other.lane.name }] });
+    expect(await store.get(fresh.id)).toBeUndefined();
+    expect(await queue.getJob(fresh.id)).toBeUndefined();
+    expect(await queue.getJob(taken.id)).toBeUndefined();
+    expect(await (await queue.getJob(repeat.id))!.getState()).toBe('waiting');
+    expect(await (await other.queue.getJob(taken.id))!.getState()).toBe('waiting');
+    expect((await store.get(repeat.id))!.history).toHaveLength(1);
+    expect((await events.recent(1_000)).length).toBe(eventsBefore);
+    await expectNoGuards(fresh.lane, [fresh.id, repeat.id, taken.id]);
+  });
+
+  it('the same id twice in one batch on two lanes refuses the batch whole', async () => {
+    const { queues, card } = laneQueues();
+    const c = card();
+    const lanes2 = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'] });
+    const both = new LaneQueues({ redis, store, lanes: [queues.lane(c.lane)!, lanes2] });
+    closers.push(async () => {
+      await both.queue(lanes2.name)!.obliterate({ force: true });
+      await both.close();
+    });
+    expect(await both.enqueueMany([c, { ...c, lane: lanes2.name }])).toEqual({ ok: false, conflicts: [{ index: 1, id: c.id, lane: c.lane }] });
+    expect(await store.get(c.id)).toBeUndefined();
+    expect(await redis.exists(jobKey(c.lane, c.id), jobKey(lanes2.name, c.id))).toBe(0);
+  });
+
+  it('enqueueMany of several cards writes the records and the jobs in one MULTI: one round trip, atomic', async () => {
+    const { queues, card } = laneQueues();
+    // Scripts loaded first (ioredis loads a script it has not sent before in a round trip of its own).
+    await queues.enqueueMany([card(), card()]);
+    const monitor = await redis.monitor();
+    const seen: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.startsWith('lua')) seen.push(String(args[0]).toLowerCase());
+    });
+    await queues.enqueueMany([card({ priority: 1 }), card(), card()]);
+    // A command of this connection marks where the enqueue's commands end.
+    await redis.ping();
+    await waitFor('the ping seen by MONITOR', () => seen.includes('ping'));
+    monitor.disconnect();
+    // MULTI, lanesEnqueue, three adds, lanesEnqueueRelease, EXEC.
+    expect(seen.slice(0, seen.indexOf('ping'))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'exec']);
+  });
+
+  it('a batch writes the same record, history entry and event as a single enqueue, callbackUrl flag included', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const hook = { callbackUrl: 'https://board.example/hook', metadata: { k: 1 } };
+    const [single, batched] = [card(hook), card(hook)];
+    const [plainSingle, plainBatched] = [card(), card()];
+    await queues.enqueue(single);
+    await queues.enqueue(plainSingle);
+    await queues.enqueueMany([batched, plainBatched]);
+    const record = async (c: Card) => {
+      const { card: json, createdAt, updatedAt, ...rest } = await redis.hgetall(keys.card(c.id));
+      expect(createdAt).toBe(updatedAt);
+      return { ...rest, card: JSON.parse(json!) as unknown } as Record<string, unknown>;
+    };
+    expect(await record(batched)).toEqual({ ...(await record(single)), card: batched });
+    expect(await record(plainBatched)).toEqual({ ...(await record(plainSingle)), card: plainBatched });
+    expect((await record(batched)).callback).toBe('1');
+    expect((await record(plainBatched)).callback).toBe('0');
+    const history = async (c: Card) => (await store.get(c.id))!.history.map(({ at: _at, ...h }) => h);
+    expect(await history(batched)).toEqual(await history(single));
+    const event = async (c: Card) => (await events.recent(1_000)).filter((e) => e.cardId === c.id).map(({ at: _at, id: _id, ...e }) => e);
+    expect(await event(batched)).toEqual([{ type: 'card.queued', lane: lane.name, cardId: batched.id }]);
+    expect(await event(single)).toEqual([{ type: 'card.queued', lane: lane.name, cardId: single.id }]);
+    expect((await queue.getJob(batched.id))!.opts).toEqual({ ...(await queue.getJob(single.id))!.opts, jobId: batched.id });
+    expect((await queue.getJob(batched.id))!.data).toEqual(batched);
+  });
+
   it('enqueue on an unknown lane throws', async () => {
     const { queues, card } = laneQueues();
     await expect(queues.enqueue(card({ lane: uid('other') }))).rejects.toThrow(/unknown lane/);
