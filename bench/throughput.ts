@@ -34,8 +34,8 @@ import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 const { values } = parseArgs({
   options: {
     /** Cards per round and side. */
-    cards: { type: 'string', default: '300' },
-    rounds: { type: 'string', default: '9' },
+    cards: { type: 'string', default: '150' },
+    rounds: { type: 'string', default: '21' },
     warmup: { type: 'string', default: '300' },
     'rt-cards': { type: 'string', default: '20' },
     /** `own`: the baseline worker runs in a process of its own (bench/bare-worker.ts); `shared`: in this one, beside the stack. */
@@ -189,6 +189,8 @@ try {
   };
   const rounds: Array<{ lanesMs: number; bareMs: number; ratio: number; first: 'lanes' | 'bare' }> = [];
   let healthMs: number[] = [];
+  /** This process's CPU (user + system, thread pool included) per card in each lanes round: the stack and the bench's client. */
+  const lanesCpuMsPerCard: number[] = [];
   const perCard: { client: Map<string, number>; lua: Map<string, number>; trips: Map<string, number> } = { client: new Map(), lua: new Map(), trips: new Map() };
   try {
     // Warm-up, both sides, before any clock: every slot has a live sandbox and both code paths are JIT-warm.
@@ -199,7 +201,10 @@ try {
       const first = r % 2 === 0 || !bareWorker ? 'lanes' : 'bare';
       const runLanes = async () => {
         const health = pollHealth(t.stack.url!);
+        const cpu0 = process.cpuUsage();
         const ms = await lanesBatch(CARDS);
+        const cpu = process.cpuUsage(cpu0);
+        lanesCpuMsPerCard.push((cpu.user + cpu.system) / 1000 / CARDS);
         healthMs = healthMs.concat(await health.stop());
         return ms;
       };
@@ -227,6 +232,12 @@ try {
       // --- Redis commands per card, by MONITOR ---
       const monitorBase = new Redis(redis.url);
       const monitor = await monitorBase.monitor();
+      // ioredis sometimes loses track of MONITOR's stream under load ("Command queue state error"):
+      // the command counts are then left out rather than the run lost. Round trips are counted apart.
+      monitor.on('error', (err: Error) => {
+        if (!result.monitorError) console.error(`MONITOR failed, command counts left out: ${err.message.slice(0, 80)}`);
+        result.monitorError = err.message.slice(0, 200);
+      });
       const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
       let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
@@ -258,7 +269,7 @@ try {
       const run = { ...counts, trips };
       monitor.disconnect();
       monitorBase.disconnect();
-      for (const kind of ['client', 'lua', 'trips'] as const) {
+      for (const kind of result.monitorError ? (['trips'] as const) : (['client', 'lua', 'trips'] as const)) {
         for (const [name, n] of run[kind]) {
           const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
           if (net >= 0.05) perCard[kind].set(name, net);
@@ -289,6 +300,7 @@ try {
     roundRatios: ratios.map((x) => Number(x.toFixed(3))),
     roundLanesCardsPerS: lanesRates.map((x) => Number(x.toFixed(1))),
     roundBareJobsPerS: bareRates.map((x) => Number(x.toFixed(1))),
+    lanesProcessCpuMsPerCard: Number(median(lanesCpuMsPerCard).toFixed(2)),
     loadAverage: loadavg().map((x) => Number(x.toFixed(2))),
     healthzP50Ms: Number(pct(healthMs, 50).toFixed(1)),
     healthzP99Ms: Number(pct(healthMs, 99).toFixed(1)),
@@ -318,6 +330,7 @@ try {
   );
   const tripsPerCard = sum(perCard.trips);
   console.log(`| Redis round trips per card, POST → done | ${tripsPerCard.toFixed(1)} | | | ≤ 12 ${tripsPerCard <= 12 ? '✔' : '✘'} |`);
+  console.log(`| this process's CPU per card in the lanes rounds (median) | ${median(lanesCpuMsPerCard).toFixed(2)} ms | | | |`);
   console.log(`| this process's CPU while the stack idles (the bare rounds share it) | ${String(result.idleStackCpuPct ?? '-')} % | | | |`);
   console.log(`| Redis commands per card, sent by clients | ${sum(perCard.client).toFixed(1)} | | | |`);
   console.log(`| Redis commands per card, inside Lua scripts | ${sum(perCard.lua).toFixed(1)} | | | |`);
