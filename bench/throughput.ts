@@ -230,14 +230,17 @@ try {
 
     if (!LANES_ONLY) {
       // --- Redis commands per card, by MONITOR ---
-      const monitorBase = new Redis(redis.url);
-      const monitor = await monitorBase.monitor();
-      // ioredis sometimes loses track of MONITOR's stream under load ("Command queue state error"):
-      // the command counts are then left out rather than the run lost. Round trips are counted apart.
+      // The handler is on before MONITOR is sent: ioredis sometimes loses track of MONITOR's stream
+      // under load ("Command queue state error"). The command counts are then left out rather than
+      // the run lost; round trips are counted apart, in this process.
+      const monitor = new Redis(redis.url, { monitor: true, lazyConnect: true });
       monitor.on('error', (err: Error) => {
         if (!result.monitorError) console.error(`MONITOR failed, command counts left out: ${err.message.slice(0, 80)}`);
         result.monitorError = err.message.slice(0, 200);
       });
+      const monitoring = new Promise<void>((resolve) => monitor.once('monitoring', () => resolve()));
+      await monitor.connect();
+      await monitoring;
       const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
       let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
@@ -268,7 +271,6 @@ try {
       tripsOn = false;
       const run = { ...counts, trips };
       monitor.disconnect();
-      monitorBase.disconnect();
       for (const kind of result.monitorError ? (['trips'] as const) : (['client', 'lua', 'trips'] as const)) {
         for (const [name, n] of run[kind]) {
           const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
