@@ -1,13 +1,16 @@
 /**
  * Card throughput and the Redis cost of one card, beside a bare BullMQ worker, in one run.
  *
- *   npx tsx --conditions=@lanes/source bench/throughput.ts [--cards N] [--rt-cards K]
+ *   npx tsx --conditions=@lanes/source bench/throughput.ts [--cards N] [--rounds R] [--warmup W] [--rt-cards K]
  *
- * 1. Throughput. N trivial cards (`agent: ["true"]`) through the whole stack in this process (API,
- *    worker with 4 slots on local sandboxes, supervisor), posted in bulks of 100, timed from the
- *    first POST to the last job completed. Baseline: a bare BullMQ `Worker` (concurrency 4) that
- *    spawns `true` for each job, fed by `Queue.addBulk` of 100, on the same redis-server.
- *    Both sides are timed by the same poll of the queue's completed set.
+ * 1. Throughput. Rounds of N trivial cards (`agent: ["true"]`) through the whole stack in this
+ *    process (API, worker with 4 slots on local sandboxes, supervisor), posted in bulks of 100,
+ *    timed from the first POST to the last job completed. Baseline: a bare BullMQ `Worker`
+ *    (concurrency 4) that spawns `true` for each job, fed by `Queue.addBulk` of 100, on the same
+ *    redis-server. Both sides are timed by the same poll of the queue's completed set. Both are up
+ *    for the whole run; W cards each warm them first (untimed), then R rounds run one side after the
+ *    other, the order alternating, so load drift hits both alike. The figure is the median of the
+ *    rounds' ratios, printed with its min and max and every round.
  * 2. Redis commands per card. `MONITOR` on its own connection counts every command the stack sends
  *    while K cards go, one at a time, from POST to done; the background rate (heartbeats,
  *    supervisor ticks, blocking pops), counted over an idle window first, is subtracted. The bench's
@@ -20,7 +23,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
@@ -30,14 +33,24 @@ import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 
 const { values } = parseArgs({
   options: {
-    cards: { type: 'string', default: '400' },
+    /** Cards per round and side. */
+    cards: { type: 'string', default: '150' },
+    rounds: { type: 'string', default: '21' },
+    warmup: { type: 'string', default: '300' },
     'rt-cards': { type: 'string', default: '20' },
+    /** `own`: the baseline worker runs in a process of its own (bench/bare-worker.ts); `shared`: in this one, beside the stack. */
+    'bare-process': { type: 'string', default: 'own' },
     /** Only the lanes run, no baseline and no command count: for `node --cpu-prof` of the stack alone. */
     'lanes-only': { type: 'boolean', default: false },
   },
 });
 const LANES_ONLY = values['lanes-only'];
+if (values['bare-process'] !== 'own' && values['bare-process'] !== 'shared') throw new Error('--bare-process is own or shared');
+const BARE_SHARED = values['bare-process'] === 'shared';
 const CARDS = Number(values.cards);
+const ROUNDS = Number(values.rounds);
+/** Cards per side before the first round: JIT and sandboxes warm, not timed. */
+const WARMUP = Number(values.warmup);
 const RT_CARDS = Number(values['rt-cards']);
 const SLOTS = 4;
 const BULK = 100;
@@ -87,6 +100,49 @@ const pct = (xs: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 };
 
+interface BareWorker {
+  close(): Promise<void>;
+}
+
+/** The baseline in its own process (bench/bare-worker.ts): the default. */
+async function ownBareWorker(url: string): Promise<BareWorker> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'bare-worker.ts'), url, 'bare', QUEUE_PREFIX, String(SLOTS)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare worker exited ${code} before it was ready`)));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('ready') && resolve());
+  });
+  return {
+    close: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The baseline in the bench's own process, beside the stack (`--bare-process shared`: how the bench ran before). */
+function sharedBareWorker(url: string): BareWorker {
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
+  const worker = new Worker(
+    'bare',
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn('true', [], { stdio: 'ignore' });
+        child.once('error', reject);
+        child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
+      }),
+    { connection, prefix: QUEUE_PREFIX, concurrency: SLOTS },
+  );
+  return {
+    close: async () => {
+      await worker.close();
+      connection.disconnect();
+    },
+  };
+}
+
 const redis = await startRedis();
 const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-throughput-'));
 const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
@@ -94,72 +150,97 @@ const completed = (queue: string) => conn.zcard(`${QUEUE_PREFIX}:${queue}:comple
 const untilCompleted = (queue: string, n: number) =>
   waitFor(`${n} completed on ${queue}`, async () => (await completed(queue)) >= n || undefined, { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS });
 
-const result: Record<string, unknown> = { cards: CARDS, slots: SLOTS };
+const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
 try {
-  let bareMs = Number.NaN;
-  if (!LANES_ONLY) {
-    // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
-    const bareQueue = new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
-    const bareConn = new Redis(redis.url, { maxRetriesPerRequest: null });
-    const bareWorker = new Worker(
-      'bare',
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const child = spawn('true', [], { stdio: 'ignore' });
-          child.once('error', reject);
-          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
-        }),
-      { connection: bareConn, prefix: QUEUE_PREFIX, concurrency: SLOTS },
-    );
-    const bareAdd = async (from: number, n: number) => {
-      for (let i = from; i < from + n; i += BULK) {
-        const count = Math.min(BULK, from + n - i);
-        await bareQueue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${i + k}` } })));
-      }
-    };
-    await bareWorker.waitUntilReady();
-    await bareAdd(0, 20);
-    await untilCompleted('bare', 20);
-    const bareT0 = performance.now();
-    await bareAdd(20, CARDS);
-    await untilCompleted('bare', 20 + CARDS);
-    bareMs = performance.now() - bareT0;
-    await bareWorker.close();
-    await bareQueue.close();
-    bareConn.disconnect();
-  }
+  // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
+  const bareQueue = LANES_ONLY ? undefined : new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
+  const bareWorker = LANES_ONLY ? undefined : BARE_SHARED ? sharedBareWorker(redis.url) : await ownBareWorker(redis.url);
+  let bareSent = 0;
+  /** Feeds n jobs in bulks of BULK and answers the time until all are completed. */
+  const bareBatch = async (n: number): Promise<number> => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += BULK) {
+      const count = Math.min(BULK, n - i);
+      const from = bareSent;
+      bareSent += count;
+      await bareQueue!.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${from + k}` } })));
+    }
+    await untilCompleted('bare', bareSent);
+    return performance.now() - t0;
+  };
 
   // --- lanes: the whole stack, 4 slots, agent `true` ---
   const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['true'] }], { sandboxDir: join(dir, 'stack') });
   const queue = queueName(LANE);
-  const post = async (from: number, n: number) => {
-    for (let i = from; i < from + n; i += BULK) {
-      const cards = Array.from({ length: Math.min(BULK, from + n - i) }, (_, k) => ({ id: `card-${i + k}`, lane: LANE, title: 'trivial' }));
+  let lanesSent = 0;
+  /** Posts n cards in bulks of BULK and answers the time until all are completed. */
+  const lanesBatch = async (n: number, prefix = 'card'): Promise<number> => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += BULK) {
+      const count = Math.min(BULK, n - i);
+      const from = lanesSent;
+      lanesSent += count;
+      const cards = Array.from({ length: count }, (_, k) => ({ id: `${prefix}-${from + k}`, lane: LANE, title: 'trivial' }));
       const res = await t.api.request('POST', '/v1/cards', { cards });
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
     }
+    await untilCompleted(queue, lanesSent);
+    return performance.now() - t0;
   };
-  let lanesMs = Number.NaN;
+  const rounds: Array<{ lanesMs: number; bareMs: number; ratio: number; first: 'lanes' | 'bare' }> = [];
   let healthMs: number[] = [];
+  /** This process's CPU (user + system, thread pool included) per card in each lanes round: the stack and the bench's client. */
+  const lanesCpuMsPerCard: number[] = [];
   const perCard: { client: Map<string, number>; lua: Map<string, number>; trips: Map<string, number> } = { client: new Map(), lua: new Map(), trips: new Map() };
   try {
-    // Warm-up: all slots get a live sandbox before the clock starts.
-    await post(0, 20);
-    await untilCompleted(queue, 20);
-    const lanesT0 = performance.now();
-    const health = pollHealth(t.stack.url!);
-    await post(20, CARDS);
-    await untilCompleted(queue, 20 + CARDS);
-    lanesMs = performance.now() - lanesT0;
-    healthMs = await health.stop();
-    const states = await Promise.all(Array.from({ length: 20 + CARDS }, (_, i) => conn.hget(keys.card(`card-${i}`), 'state')));
+    // Warm-up, both sides, before any clock: every slot has a live sandbox and both code paths are JIT-warm.
+    if (bareWorker) await bareBatch(WARMUP);
+    await lanesBatch(WARMUP);
+    // Interleaved rounds, the order alternating, so load drift and a slow moment hit both sides alike.
+    for (let r = 0; r < ROUNDS; r++) {
+      const first = r % 2 === 0 || !bareWorker ? 'lanes' : 'bare';
+      const runLanes = async () => {
+        const health = pollHealth(t.stack.url!);
+        const cpu0 = process.cpuUsage();
+        const ms = await lanesBatch(CARDS);
+        const cpu = process.cpuUsage(cpu0);
+        lanesCpuMsPerCard.push((cpu.user + cpu.system) / 1000 / CARDS);
+        healthMs = healthMs.concat(await health.stop());
+        return ms;
+      };
+      let lanesMs: number;
+      let bareMs = Number.NaN;
+      if (first === 'lanes') {
+        lanesMs = await runLanes();
+        if (bareWorker) bareMs = await bareBatch(CARDS);
+      } else {
+        bareMs = await bareBatch(CARDS);
+        lanesMs = await runLanes();
+      }
+      rounds.push({ lanesMs, bareMs, ratio: bareMs / lanesMs, first });
+      console.error(
+        `round ${r + 1}/${ROUNDS} (${first} first): lanes ${((CARDS / lanesMs) * 1000).toFixed(0)} cards/s, bare ${((CARDS / bareMs) * 1000).toFixed(0)} jobs/s, ratio ${(bareMs / lanesMs).toFixed(2)}`,
+      );
+    }
+    await bareWorker?.close();
+    await bareQueue?.close();
+    const states = await Promise.all(Array.from({ length: lanesSent }, (_, i) => conn.hget(keys.card(`card-${i}`), 'state')));
     const notDone = states.filter((s) => s !== 'done').length;
     if (notDone > 0) throw new Error(`${notDone} cards not done`);
 
     if (!LANES_ONLY) {
       // --- Redis commands per card, by MONITOR ---
-      const monitorBase = new Redis(redis.url);
-      const monitor = await monitorBase.monitor();
+      // The handler is on before MONITOR is sent: ioredis sometimes loses track of MONITOR's stream
+      // under load ("Command queue state error"). The command counts are then left out rather than
+      // the run lost; round trips are counted apart, in this process.
+      const monitor = new Redis(redis.url, { monitor: true, lazyConnect: true });
+      monitor.on('error', (err: Error) => {
+        if (!result.monitorError) console.error(`MONITOR failed, command counts left out: ${err.message.slice(0, 80)}`);
+        result.monitorError = err.message.slice(0, 200);
+      });
+      const monitoring = new Promise<void>((resolve) => monitor.once('monitoring', () => resolve()));
+      await monitor.connect();
+      await monitoring;
       const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
       let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
@@ -169,14 +250,18 @@ try {
         m.set(name, (m.get(name) ?? 0) + 1);
       });
       const idleT0 = performance.now();
+      const idleCpu0 = process.cpuUsage();
       tripsOn = true;
       await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
       const idleMs = performance.now() - idleT0;
+      const idleCpu = process.cpuUsage(idleCpu0);
+      // What the idle stack costs this process, which the bare rounds share.
+      result.idleStackCpuPct = Number((((idleCpu.user + idleCpu.system) / 1000 / idleMs) * 100).toFixed(2));
       const idle = { ...counts, trips };
       counts = { client: new Map(), lua: new Map() };
       trips = new Map();
       const runT0 = performance.now();
-      const base = 20 + CARDS;
+      const base = lanesSent;
       for (let i = 0; i < RT_CARDS; i++) {
         const res = await t.api.request('POST', '/v1/cards', { id: `rt-${i}`, lane: LANE, title: 'trivial' });
         if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
@@ -186,8 +271,7 @@ try {
       tripsOn = false;
       const run = { ...counts, trips };
       monitor.disconnect();
-      monitorBase.disconnect();
-      for (const kind of ['client', 'lua', 'trips'] as const) {
+      for (const kind of result.monitorError ? (['trips'] as const) : (['client', 'lua', 'trips'] as const)) {
         for (const [name, n] of run[kind]) {
           const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
           if (net >= 0.05) perCard[kind].set(name, net);
@@ -199,14 +283,27 @@ try {
   }
 
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  const lanesRate = (CARDS / lanesMs) * 1000;
-  const bareRate = (CARDS / bareMs) * 1000;
-  const ratio = lanesRate / bareRate;
+  const median = (xs: number[]) => pct(xs, 50);
+  const ratios = rounds.map((r) => r.ratio);
+  const lanesRates = rounds.map((r) => (CARDS / r.lanesMs) * 1000);
+  const bareRates = rounds.map((r) => (CARDS / r.bareMs) * 1000);
+  const lanesRate = median(lanesRates);
+  const bareRate = median(bareRates);
+  const ratio = median(ratios);
+  const minRatio = Math.min(...ratios);
+  const maxRatio = Math.max(...ratios);
   const sorted = (m: Map<string, number>) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Number(v.toFixed(2))]));
   Object.assign(result, {
     lanesCardsPerS: Number(lanesRate.toFixed(1)),
     bareJobsPerS: Number(bareRate.toFixed(1)),
     ratio: Number(ratio.toFixed(3)),
+    ratioMin: Number(minRatio.toFixed(3)),
+    ratioMax: Number(maxRatio.toFixed(3)),
+    roundRatios: ratios.map((x) => Number(x.toFixed(3))),
+    roundLanesCardsPerS: lanesRates.map((x) => Number(x.toFixed(1))),
+    roundBareJobsPerS: bareRates.map((x) => Number(x.toFixed(1))),
+    lanesProcessCpuMsPerCard: Number(median(lanesCpuMsPerCard).toFixed(2)),
+    loadAverage: loadavg().map((x) => Number(x.toFixed(2))),
     healthzP50Ms: Number(pct(healthMs, 50).toFixed(1)),
     healthzP99Ms: Number(pct(healthMs, 99).toFixed(1)),
     healthzN: healthMs.length,
@@ -219,19 +316,30 @@ try {
     roundTripsByFirstCommand: sorted(perCard.trips),
   });
 
-  console.log(`\nthroughput benchmark (local provider, ${SLOTS} slots, ${CARDS} cards, agent \`true\`)\n`);
+  console.log(
+    `\nthroughput benchmark (local provider, ${SLOTS} slots, ${ROUNDS} interleaved rounds of ${CARDS} cards, agent \`true\`, load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')})\n`,
+  );
   console.log('| measurement | lanes | bare baseline | ratio | target |');
   console.log('|---|---|---|---|---|');
-  console.log(`| trivial cards, ${SLOTS} slots | ${lanesRate.toFixed(0)} cards/s | ${bareRate.toFixed(0)} jobs/s | ${ratio.toFixed(2)}× | ≥ 0.6× ${ratio >= 0.6 ? '✔' : '✘'} |`);
+  console.log(
+    `| trivial cards, ${SLOTS} slots, median of ${ROUNDS} rounds (ratio min–max) | ${lanesRate.toFixed(0)} cards/s | ${bareRate.toFixed(0)} jobs/s | ${ratio.toFixed(2)}× (${minRatio.toFixed(2)}–${maxRatio.toFixed(2)}) | ≥ 0.6× ${ratio >= 0.6 ? '✔' : '✘'} |`,
+  );
   const p99 = pct(healthMs, 99);
   console.log(
     `| \`/healthz\` during the run (n=${healthMs.length}), p50 / p99 | ${pct(healthMs, 50).toFixed(1)} / ${p99.toFixed(1)} ms | | | p99 ≤ 25 ms ${p99 <= 25 ? '✔' : '✘'} |`,
   );
   const tripsPerCard = sum(perCard.trips);
   console.log(`| Redis round trips per card, POST → done | ${tripsPerCard.toFixed(1)} | | | ≤ 12 ${tripsPerCard <= 12 ? '✔' : '✘'} |`);
+  console.log(`| this process's CPU per card in the lanes rounds (median) | ${median(lanesCpuMsPerCard).toFixed(2)} ms | | | |`);
+  console.log(`| this process's CPU while the stack idles (the bare rounds share it) | ${String(result.idleStackCpuPct ?? '-')} % | | | |`);
   console.log(`| Redis commands per card, sent by clients | ${sum(perCard.client).toFixed(1)} | | | |`);
   console.log(`| Redis commands per card, inside Lua scripts | ${sum(perCard.lua).toFixed(1)} | | | |`);
-  console.log(`\nper card, client commands: ${JSON.stringify(sorted(perCard.client))}`);
+  console.log(
+    `\nper round (lanes / bare, ratio): ${rounds.map((r, i) => `${i + 1}: ${lanesRates[i]!.toFixed(0)} / ${bareRates[i]!.toFixed(0)} = ${r.ratio.toFixed(2)}`).join('; ')}`,
+  );
+  console.log(`per card, client commands: ${JSON.stringify(sorted(perCard.client))}`);
   console.log(`per card, Lua commands: ${JSON.stringify(sorted(perCard.lua))}`);
   console.log(`per card, round trips by the command that opened them: ${JSON.stringify(sorted(perCard.trips))}`);
   console.log(`BENCH_JSON ${JSON.stringify({ bench: 'throughput', ...result })}`);

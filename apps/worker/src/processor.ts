@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
 import { appendJobLog, type CardStore, type CardWriter } from '@lanes/queue';
-import { runCard } from '@lanes/runner';
+import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
@@ -95,7 +95,7 @@ export function createProcessor(deps: ProcessorDeps) {
 }
 
 async function runInSlot(run: Run): Promise<unknown> {
-  const { deps, job, card, slot, controller, lease, log } = run;
+  const { deps, job, card, slot, controller, lease } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
   // The first renewal goes out now. Nothing runs before Redis confirmed it, but the move to running
   // need not wait for it: the move's script checks the lock itself. So the two travel together.
@@ -112,7 +112,26 @@ async function runInSlot(run: Run): Promise<unknown> {
   if (ready.kind === 'misconfigured') return beforeRunning(run, context, { kind: 'misconfigured', reason: ready.reason });
   const handle = ready.handle;
   context.sandboxId = handle.id;
+  const runDeps: RunDeps = { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs };
+  // The card's files go in while the move to running travels: a reset and a file write, never a
+  // command of the card's, in a sandbox only this slot uses. The card's commands still start only
+  // once the move is confirmed. Every way out waits for them, so the slot is released with nothing
+  // of this card in flight on its sandbox.
+  const prepared = prepareCard(runDeps, { card, lane: deps.lane });
+  // Handled from now on: it may settle while the move is awaited (runCard reads it later).
+  const settled = prepared.catch(() => undefined);
+  try {
+    return await moveAndRun(run, context, runDeps, prepared, confirmed);
+  } finally {
+    await settled;
+  }
+}
 
+/** The move to running (fenced by the run token), then the card's commands, then the decision. */
+async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, confirmed: Promise<boolean>): Promise<unknown> {
+  const { deps, job, card, slot, controller, lease, log } = run;
+  const { handle } = runDeps;
+  const leaseLost = () => act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
   const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
   const moving = deps.store.transition(card, toRunning, run.writer);
   if (!(await confirmed)) {
@@ -144,10 +163,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   }
 
   const sink = jobLogSink((lines) => appendJobLog(deps.redis, deps.lane.name, job.id ?? card.id, lines, job.opts.keepLogs));
-  const result = await runCard(
-    { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs },
-    { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput },
-  );
+  const result = await runCard(runDeps, { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput }, prepared);
   sink.flush();
   let outcome: CardOutcome;
   const fenced = lease.fenceDecision();

@@ -23,15 +23,26 @@ export interface RunDeps extends CheckDeps {
   handle: SandboxHandle;
 }
 
-/** Runs one card in one sandbox: materialize it, run setup then the agent, and interpret the outcome. */
-export async function runCard(deps: RunDeps, input: RunInput): Promise<RunOutcome> {
+/**
+ * Materializes the card in the sandbox: clean output and work directories, the card file. Starts no
+ * command of the card's. Resolves with the outcome that ends the run, or undefined when ready.
+ */
+export function prepareCard(deps: RunDeps, input: Pick<RunInput, 'card' | 'lane'>): Promise<RunOutcome | undefined> {
+  return prepare(deps, cardPaths(deps.handle.workdir, input.card.id), input.card, input.lane);
+}
+
+/**
+ * Runs one card in one sandbox: materialize it (or take `prepared`, a `prepareCard` of the same
+ * card and sandbox already under way), run setup then the agent, and interpret the outcome.
+ */
+export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise<RunOutcome | undefined>): Promise<RunOutcome> {
   const { handle } = deps;
   const { card, lane, attempt, signal, onOutput } = input;
   const paths = cardPaths(handle.workdir, card.id);
   const env = cardEnv(card, lane, paths, attempt);
 
-  const prepared = await prepare(deps, paths, card, lane);
-  if (prepared) return prepared;
+  const stopped = await (prepared ?? prepare(deps, paths, card, lane));
+  if (stopped) return stopped;
 
   const steps: Array<{ step: Step; argv: string[]; timeoutMs: number }> = [
     ...lane.setup.map((argv, i) => ({ step: `setup[${i}]`, argv, timeoutMs: lane.setupTimeoutMs })),

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LaneConfigSchema, ProviderInvalidError, ProviderUnavailableError, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
 import { createLocalProvider, type LocalSandboxProvider, type OutputStream, type SandboxHandle } from '@lanes/sandbox';
-import { cardPaths, runCard, type RunOutcome } from '@lanes/runner';
+import { cardPaths, prepareCard, runCard, type RunOutcome } from '@lanes/runner';
 import { waitFor } from '../../../test/harness/index.js';
 
 /** Short graces keep the timeout and cancel cases quick while still escalating through every signal. */
@@ -265,6 +265,62 @@ describe('runCard on a real local sandbox', () => {
     const outcome = await run(c);
     expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 1, step: 'prepare' });
     expect(outcome.kind === 'failed' && outcome.message).toMatch(/^prepare exited 1: .*(ENOTDIR|EEXIST|not a directory|exists)/i);
+  });
+
+  it('prepareCard materializes the card without starting a process; runCard given it runs the agent on those files and prepares nothing again', async () => {
+    const c = card({ mode: 'env' });
+    const paths = cardPaths(handle.workdir, c.id);
+    const calls: string[] = [];
+    const counted: SandboxHandle = {
+      id: handle.id,
+      provider: handle.provider,
+      workdir: handle.workdir,
+      exec: (argv, options) => {
+        calls.push(`exec ${argv[0]}`);
+        return handle.exec(argv, options);
+      },
+      poll: () => handle.poll(),
+      writeFile: (path, data) => {
+        calls.push(`write ${path}`);
+        return handle.writeFile(path, data);
+      },
+      readFile: (path) => handle.readFile(path),
+      resetDirs: (dirs) => {
+        calls.push(`reset ${dirs.join(' ')}`);
+        return handle.resetDirs(dirs);
+      },
+      terminate: () => handle.terminate(),
+    };
+    const deps = { handle: counted, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS };
+    expect(await prepareCard(deps, { card: c, lane: lane() })).toBeUndefined();
+    expect(calls).toEqual([`reset ${paths.outputDir} ${paths.workDir}`, `write ${paths.cardFile}`]);
+    expect(JSON.parse(readFileSync(join(handle.workdir, 'cards', c.id, 'card.json'), 'utf8'))).toMatchObject({ id: c.id });
+
+    const outcome = await runCard(deps, { card: c, lane: lane(), attempt: 1 }, Promise.resolve(undefined));
+    expect(outcome).toMatchObject({ kind: 'done', step: 'agent' });
+    expect(calls.slice(2)).toEqual([`exec ${process.execPath}`]);
+  });
+
+  it('runCard given a preparation that stopped the run answers that outcome and runs nothing', async () => {
+    const c = card({ mode: 'no-result' });
+    let execs = 0;
+    const counted: SandboxHandle = {
+      id: handle.id,
+      provider: handle.provider,
+      workdir: handle.workdir,
+      exec: (argv, options) => {
+        execs++;
+        return handle.exec(argv, options);
+      },
+      poll: () => handle.poll(),
+      writeFile: (path, data) => handle.writeFile(path, data),
+      readFile: (path) => handle.readFile(path),
+      resetDirs: (dirs) => handle.resetDirs(dirs),
+      terminate: () => handle.terminate(),
+    };
+    const stopped: RunOutcome = { kind: 'failed', failedReason: 'command-failed', exitCode: 1, message: 'prepare exited 1', step: 'prepare' };
+    expect(await runCard({ handle: counted, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS }, { card: c, lane: lane(), attempt: 1 }, Promise.resolve(stopped))).toEqual(stopped);
+    expect(execs).toBe(0);
   });
 
   it('a sandbox that is gone before the reset is sandbox-dead at prepare', async () => {

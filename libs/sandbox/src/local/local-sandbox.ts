@@ -101,11 +101,17 @@ export class LocalSandbox implements SandboxHandle {
     }
   }
 
+  /** The directory is made only when the write says it is missing (a card file's is there: one hop fewer). */
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
     this.assertUsable();
     const target = this.resolvePath(path);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, data);
+    try {
+      await writeFile(target, data);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, data);
+    }
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
@@ -123,14 +129,26 @@ export class LocalSandbox implements SandboxHandle {
   /**
    * In this process, with no command started: the sandbox's files are this host's files. Not queued
    * behind a running command, like writeFile; the runner resets only between commands.
+   * A directory that `mkdir -p` had to create is new, so empty: only one that was there already is
+   * removed and made again. So a card's first attempt costs one mkdir per target, all at once (each
+   * file-system call waits for the event loop on a busy worker). Targets inside one another keep the
+   * plain order: remove all, then make all.
    */
   async resetDirs(paths: readonly string[]): Promise<ExecResult> {
     this.assertUsable();
-    const targets = resetTargets(this.provider, this.workdir, paths);
+    const targets = [...new Set(resetTargets(this.provider, this.workdir, paths))];
     const startedAtMs = this.params.now();
+    const reset = async (target: string): Promise<void> => {
+      const created = await mkdir(target, { recursive: true }).catch(() => undefined);
+      if (created !== undefined) return;
+      await rm(target, { recursive: true, force: true });
+      await mkdir(target, { recursive: true });
+    };
     try {
-      for (const target of targets) await rm(target, { recursive: true, force: true });
-      for (const target of targets) await mkdir(target, { recursive: true });
+      if (nested(targets)) {
+        for (const target of targets) await rm(target, { recursive: true, force: true });
+        for (const target of targets) await mkdir(target, { recursive: true });
+      } else await Promise.all(targets.map(reset));
     } catch (error) {
       return resetResult(startedAtMs, this.params.now(), error);
     }
@@ -272,6 +290,11 @@ export class LocalSandbox implements SandboxHandle {
       lifecycle.start();
     });
   }
+}
+
+/** Some target lies inside another. */
+function nested(targets: readonly string[]): boolean {
+  return targets.some((a) => targets.some((b) => b.startsWith(`${a}/`)));
 }
 
 function validateExec(argv: readonly string[], options: ExecOptions): void {
