@@ -4,7 +4,7 @@ import { IllegalStateError, isTerminalCardState, type Card, type CardState, type
 import type { Redis } from 'ioredis';
 import { appendJobLog, type CardStore, type CardWriter } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
-import { bestEffort } from '@lanes/sandbox';
+import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
 import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
@@ -94,6 +94,9 @@ export function createProcessor(deps: ProcessorDeps) {
   };
 }
 
+/** The card each sandbox ran last, whose directory it still holds until the next card's reset removes it. */
+const lastCardIn = new WeakMap<SandboxHandle, string>();
+
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
@@ -117,7 +120,9 @@ async function runInSlot(run: Run): Promise<unknown> {
   // command of the card's, in a sandbox only this slot uses. The card's commands still start only
   // once the move is confirmed. Every way out waits for them, so the slot is released with nothing
   // of this card in flight on its sandbox.
-  const prepared = prepareCard(runDeps, { card, lane: deps.lane });
+  const previousCardId = lastCardIn.get(handle);
+  lastCardIn.set(handle, card.id);
+  const prepared = prepareCard(runDeps, { card, lane: deps.lane, ...(previousCardId !== undefined ? { previousCardId } : {}) });
   // Handled from now on: it may settle while the move is awaited (runCard reads it later).
   const settled = prepared.catch(() => undefined);
   try {

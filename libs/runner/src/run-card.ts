@@ -15,6 +15,8 @@ export interface RunInput {
   card: Card;
   lane: LaneConfig;
   attempt: number;
+  /** The card this sandbox ran before, if another: its directory goes as this card's are reset, so a sandbox keeps at most one finished card's files. */
+  previousCardId?: string;
   signal?: AbortSignal;
   onOutput?: (stream: OutputStream, chunk: string) => void;
 }
@@ -27,8 +29,8 @@ export interface RunDeps extends CheckDeps {
  * Materializes the card in the sandbox: clean output and work directories, the card file. Starts no
  * command of the card's. Resolves with the outcome that ends the run, or undefined when ready.
  */
-export function prepareCard(deps: RunDeps, input: Pick<RunInput, 'card' | 'lane'>): Promise<RunOutcome | undefined> {
-  return prepare(deps, cardPaths(deps.handle.workdir, input.card.id), input.card, input.lane);
+export function prepareCard(deps: RunDeps, input: Pick<RunInput, 'card' | 'lane' | 'previousCardId'>): Promise<RunOutcome | undefined> {
+  return prepare(deps, cardPaths(deps.handle.workdir, input.card.id), input);
 }
 
 /**
@@ -41,7 +43,7 @@ export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise
   const paths = cardPaths(handle.workdir, card.id);
   const env = cardEnv(card, lane, paths, attempt);
 
-  const stopped = await (prepared ?? prepare(deps, paths, card, lane));
+  const stopped = await (prepared ?? prepare(deps, paths, input));
   if (stopped) return stopped;
 
   const steps: Array<{ step: Step; argv: string[]; timeoutMs: number }> = [
@@ -59,10 +61,15 @@ export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise
 }
 
 /** Writes the card file and gives the attempt clean output and work directories. */
-async function prepare(deps: RunDeps, paths: CardPaths, card: Card, lane: LaneConfig): Promise<RunOutcome | undefined> {
+async function prepare(deps: RunDeps, paths: CardPaths, { card, lane, previousCardId }: Pick<RunInput, 'card' | 'lane' | 'previousCardId'>): Promise<RunOutcome | undefined> {
   const { handle } = deps;
+  const remove = previousCardId !== undefined && previousCardId !== card.id ? [cardPaths(handle.workdir, previousCardId).dir] : [];
   // Read like any command: a provider that resets without a process still answers as one.
-  const reset = await checkedCall(handle, () => handle.resetDirs([paths.outputDir, paths.workDir], { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs }), deps);
+  const reset = await checkedCall(
+    handle,
+    () => handle.resetDirs([paths.outputDir, paths.workDir], { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs, remove }),
+    deps,
+  );
   const stop = interruption(reset, 'prepare');
   if (stop) return stop;
   if (reset.verdict !== 'ok') return failed(reset, 'prepare');

@@ -105,6 +105,22 @@ describe('runCard on a real local sandbox', () => {
     expect(await run(card({ mode: 'result', result }))).toEqual({ kind: 'done', result, step: 'agent' });
   });
 
+  it("the card before in the same sandbox loses its directory as the next card's are reset; a re-run of the same card keeps its own", async () => {
+    const input = (c: Card, previousCardId?: string) => ({ card: c, lane: lane(), attempt: 1, ...(previousCardId ? { previousCardId } : {}) });
+    const deps = { handle, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS };
+    const first = card({ mode: 'result', result: 1 });
+    const second = card({ mode: 'result', result: 2 });
+    expect(await runCard(deps, input(first))).toMatchObject({ kind: 'done', result: 1 });
+    writeFileSync(join(cardPaths(handle.workdir, first.id).workDir, 'clone.txt'), 'a repository clone');
+
+    expect(await runCard(deps, input(second, first.id))).toMatchObject({ kind: 'done', result: 2 });
+    expect(existsSync(cardPaths(handle.workdir, first.id).dir)).toBe(false);
+    expect(existsSync(cardPaths(handle.workdir, second.id).resultFile)).toBe(true);
+
+    expect(await runCard(deps, input(second, second.id))).toMatchObject({ kind: 'done', result: 2 });
+    expect(existsSync(cardPaths(handle.workdir, second.id).cardFile)).toBe(true);
+  });
+
   it('exit 0 without result.json is done with result undefined', async () => {
     const outcome = await run(card({ mode: 'no-result' }));
     expect(outcome).toEqual({ kind: 'done', step: 'agent' });

@@ -18,7 +18,10 @@ export interface ExecOptions {
 }
 
 /** What a reset that runs as a command (a remote sandbox) is bounded by. */
-export type ResetDirsOptions = Pick<ExecOptions, 'timeoutMs' | 'killGraceMs' | 'signal'>;
+export type ResetDirsOptions = Pick<ExecOptions, 'timeoutMs' | 'killGraceMs' | 'signal'> & {
+  /** Removed with everything in them and not made again (an earlier card's directory), in the same call; best effort. */
+  remove?: readonly string[];
+};
 
 export interface ExecResult {
   /** The command's exit code; 128+signal when it was ended by a signal. */
@@ -53,8 +56,8 @@ export interface SandboxHandle {
   readFile(path: string): Promise<Uint8Array | undefined>;
   /**
    * Empties directories for a fresh attempt: each path is removed with everything in it, then made
-   * again, empty. Every path must lie strictly inside `workdir` (else ProviderInvalidError, nothing
-   * touched). Answers like a command (`rm -rf … && mkdir -p …`): exit 0, or non-zero with the reason
+   * again, empty; `options.remove` paths are removed only. Every path must lie strictly inside
+   * `workdir` (else ProviderInvalidError, nothing touched). Answers like a command (`rm -rf … && mkdir -p …`): exit 0, or non-zero with the reason
    * in stderr. Throws as exec does (SandboxGoneError, ProviderUnavailableError). A provider that can
    * reach the sandbox's files directly does it without starting a process.
    */

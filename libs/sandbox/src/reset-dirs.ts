@@ -4,9 +4,10 @@ import type { ExecResult } from './provider.js';
 
 /**
  * The reset as one command, for sandboxes whose files are only reachable through a process. The
- * paths are its arguments ("$@"), never part of the script.
+ * paths are its arguments, never part of the script: how many only to remove, those (best effort:
+ * an earlier card's leftover must not fail this card), then the ones to empty (see `resetDirsArgv`).
  */
-export const RESET_DIRS_SCRIPT = 'rm -rf -- "$@" && mkdir -p -- "$@"';
+export const RESET_DIRS_SCRIPT = 'r=$1; shift; while [ "$r" -gt 0 ]; do rm -rf -- "$1" || :; shift; r=$((r - 1)); done; [ "$#" -eq 0 ] || { rm -rf -- "$@" && mkdir -p -- "$@"; }';
 /** argv[0] of that script, as `ps` shows it. */
 export const RESET_DIRS_NAME = 'lanes-reset';
 
@@ -24,6 +25,11 @@ export function resetTargets(provider: string, workdir: string, paths: readonly 
     }
     return target;
   });
+}
+
+/** The reset's argv for `exec` (paths from `resetTargets`): the removals first, then the targets. */
+export function resetDirsArgv(targets: readonly string[], removals: readonly string[]): string[] {
+  return ['sh', '-c', RESET_DIRS_SCRIPT, RESET_DIRS_NAME, String(removals.length), ...removals, ...targets];
 }
 
 /** A reset that did not start a process answers like one: exit 0, or 1 with the reason on stderr. */

@@ -307,6 +307,26 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       expect((await handle.exec(['test', '-d', `${handle.workdir}/rel`])).exitCode).toBe(0);
     });
 
+    it('(i) resetDirs removes `remove` paths in the same call without making them again; a refused removal touches nothing', async () => {
+      const handle = await create();
+      const cards = `${handle.workdir}/cards`;
+      await handle.writeFile(`${cards}/c0/work/repo/file.txt`, 'an earlier card');
+      await handle.writeFile(`${cards}/c1/out/result.json`, '{}');
+      const list = async () => (await handle.exec(['sh', '-c', 'cd "$1" && find . | sort', 'list', cards])).stdout.split('\n').filter(Boolean);
+
+      expect(await handle.resetDirs([`${cards}/c1/out`, `${cards}/c1/work`], { remove: [`${cards}/c0`, `${cards}/never-there`] })).toMatchObject({ exitCode: 0 });
+      expect(await list()).toEqual(['.', './c1', './c1/out', './c1/work']);
+
+      await handle.writeFile(`${cards}/c1/out/result.json`, '{}');
+      for (const outside of ['/tmp', handle.workdir, `${handle.workdir}/..`]) {
+        await expect(handle.resetDirs([`${cards}/c2/out`], { remove: [outside] }), outside).rejects.toBeInstanceOf(ProviderInvalidError);
+      }
+      expect(await list()).toEqual(['.', './c1', './c1/out', './c1/out/result.json', './c1/work']);
+      // Removals alone make nothing.
+      expect(await handle.resetDirs([], { remove: [`${cards}/c1`] })).toMatchObject({ exitCode: 0 });
+      expect(await list()).toEqual(['.']);
+    });
+
     it('(i) resetDirs refuses the workdir itself and anything outside it, touching nothing; a dead sandbox throws SandboxGoneError', async () => {
       const handle = await create();
       await handle.writeFile(`${handle.workdir}/keep.txt`, 'kept');

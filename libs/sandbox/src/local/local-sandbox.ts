@@ -11,7 +11,7 @@ import { ExecQueue } from '../exec-queue.js';
 import { cancelledBeforeStart } from '../exec-result.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
-import type { ExecOptions, ExecResult, OutputStream, SandboxHandle } from '../provider.js';
+import type { ExecOptions, ExecResult, OutputStream, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { resetResult, resetTargets } from '../reset-dirs.js';
 import { reapSandbox } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
@@ -134,9 +134,10 @@ export class LocalSandbox implements SandboxHandle {
    * file-system call waits for the event loop on a busy worker). Targets inside one another keep the
    * plain order: remove all, then make all.
    */
-  async resetDirs(paths: readonly string[]): Promise<ExecResult> {
+  async resetDirs(paths: readonly string[], options: Pick<ResetDirsOptions, 'remove'> = {}): Promise<ExecResult> {
     this.assertUsable();
     const targets = [...new Set(resetTargets(this.provider, this.workdir, paths))];
+    const removals = resetTargets(this.provider, this.workdir, options.remove ?? []).filter((r) => !targets.includes(r));
     const startedAtMs = this.params.now();
     const reset = async (target: string): Promise<void> => {
       const created = await mkdir(target, { recursive: true }).catch(() => undefined);
@@ -145,6 +146,9 @@ export class LocalSandbox implements SandboxHandle {
       await mkdir(target, { recursive: true });
     };
     try {
+      // Removals first (one may hold a target, made again below), best effort: an earlier card's
+      // leftover must not fail this card.
+      await Promise.all(removals.map((r) => rm(r, { recursive: true, force: true }).catch(() => undefined)));
       if (nested(targets)) {
         for (const target of targets) await rm(target, { recursive: true, force: true });
         for (const target of targets) await mkdir(target, { recursive: true });

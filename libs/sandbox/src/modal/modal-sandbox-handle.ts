@@ -7,7 +7,7 @@ import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
 import type { ExecOptions, ExecResult, ResetDirsOptions, SandboxHandle } from '../provider.js';
-import { RESET_DIRS_NAME, RESET_DIRS_SCRIPT, resetResult, resetTargets } from '../reset-dirs.js';
+import { resetDirsArgv, resetResult, resetTargets } from '../reset-dirs.js';
 
 export interface ModalHandleTiming {
   livenessPollIntervalMs: number;
@@ -151,8 +151,10 @@ export class ModalSandboxHandle implements SandboxHandle {
   async resetDirs(paths: readonly string[], options: ResetDirsOptions = {}): Promise<ExecResult> {
     this.#throwIfFinished();
     const targets = resetTargets(this.provider, this.workdir, paths);
-    if (targets.length === 0) return resetResult(this.#deps.now(), this.#deps.now());
-    return this.exec(['sh', '-c', RESET_DIRS_SCRIPT, RESET_DIRS_NAME, ...targets], options);
+    const removals = resetTargets(this.provider, this.workdir, options.remove ?? []);
+    if (targets.length + removals.length === 0) return resetResult(this.#deps.now(), this.#deps.now());
+    const { remove: _remove, ...execOptions } = options;
+    return this.exec(resetDirsArgv(targets, removals), execOptions);
   }
 
   async terminate(): Promise<void> {
