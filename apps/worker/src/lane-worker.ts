@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { LaneConfig } from '@lanes/contracts';
+import { defaults, type LaneConfig } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
@@ -10,6 +10,7 @@ import { LaneBreaker } from './lane-breaker.js';
 import { Terminator } from './terminator.js';
 import { assertLeaseFits } from './lease.js';
 import { createProcessor, type StopReason } from './processor.js';
+import { PublishThrottle } from './publish-throttle.js';
 import type { RunLease } from './run-lease.js';
 import { Slot } from './slot.js';
 import { SlotPool } from './slot-pool.js';
@@ -55,6 +56,8 @@ export interface LaneWorkerDeps {
    * another worker within about twice this. Default: BullMQ's 30 s.
    */
   lockDurationMs?: number;
+  /** See DEFAULT_CARD_PUBLISH_INTERVAL_MS. */
+  cardPublishIntervalMs?: number;
 }
 
 /** One lane in one process: its slots (following the queue), its breaker, and one BullMQ Worker with concurrency = slots. */
@@ -69,6 +72,8 @@ export class LaneWorker {
   /** Slots scaled away whose sandboxes are being terminated. */
   private readonly retiring = new Set<Promise<void>>();
   private slotSeq = 0;
+  /** Card changes (take, release) of each slot, coalesced: twice per card is a write per ~ms under short cards. */
+  private readonly cardChanges: PublishThrottle<Slot>;
   private stopping = false;
   /** The breaker tick and terminate retries of the last beat, while still in flight. */
   private upkeep: Promise<void> | undefined;
@@ -87,7 +92,12 @@ export class LaneWorker {
       // Half-open on its own schedule: an idle live slot runs the one probe now, not at the next beat.
       onHalfOpen: () => void this.checkIdleSlots(),
     });
-    this.pool = new SlotPool({ onChange: (slot) => void this.publish(slot), grow: (reason) => this.addSlot(reason, true) });
+    this.cardChanges = new PublishThrottle({
+      intervalMs: deps.cardPublishIntervalMs ?? defaults.DEFAULT_CARD_PUBLISH_INTERVAL_MS,
+      now: deps.now,
+      run: (slot) => void this.publish(slot),
+    });
+    this.pool = new SlotPool({ onChange: (slot) => this.cardChanges.changed(slot), grow: (reason) => this.addSlot(reason, true) });
     this.scaler = new SlotScaler({
       lane,
       workerId: deps.workerId,
@@ -146,6 +156,7 @@ export class LaneWorker {
     if (!slots.length) return false;
     this.followSlotCount();
     for (const slot of slots) {
+      this.cardChanges.forget(slot);
       const retiring: Promise<void> = (async () => {
         const sandboxId = await slot.retire('slot removed: the queue no longer needs it').catch((err: unknown) => {
           log.warn({ err: String(err), slot: slot.id }, 'retire slot failed');
@@ -293,6 +304,8 @@ export class LaneWorker {
     // A card still waiting for its slot's sandbox (backoff, breaker) is handed back now, not after the wait.
     for (const slot of this.pool.slots) slot.halt();
     await closing;
+    // Nothing of this worker's slots may be written after they are removed below.
+    this.cardChanges.close();
     await Promise.all([...this.pool.slots.map((s) => s.stop()), ...this.retiring]);
     await bestEffort('remove slots', () => this.deps.fleet.removeSlots(this.deps.lane.name, this.deps.workerId), warnTo(this.deps.log));
   }
