@@ -8,7 +8,7 @@ const CARDS = 40;
 describe("a slot's status under many short cards", () => {
   const f = useRedis();
 
-  it('is written far less than twice per card (take and release coalesce), and the slot is shown idle once the cards are done', async () => {
+  it('is written about once per card, not twice (a release rides on the next take), and the slot is shown idle once the cards are done', async () => {
     const t = await f.stack([{ name: 'pub', slots: 1, agent: ['true'] }]);
     await t.api.request('POST', '/v1/cards', { id: 'pub-warm', lane: 'pub', title: 'warm-up' });
     await t.api.waitCard('pub-warm', 'done', (c) => c.state === 'done');
@@ -26,8 +26,9 @@ describe("a slot's status under many short cards", () => {
       const ids = Array.from({ length: CARDS }, (_, i) => `pub-${i}`);
       await t.api.request('POST', '/v1/cards', { cards: ids.map((id) => ({ id, lane: 'pub', title: id })) });
       for (const id of ids) await t.api.waitCard(id, 'done', (c) => c.state === 'done');
-      // Before: a write on every take and every release, 2 per card.
-      expect(slotWrites).toBeLessThan(CARDS);
+      // Before: a write on every take and every release, 2 per card. Now a take goes at once and a
+      // release rides on the next take (or the interval's end): about one per card, plus beats.
+      expect(slotWrites).toBeLessThan(1.5 * CARDS);
       // The last release is published within one interval.
       await waitFor('the slot shown idle', async () => (await t.api.lanes())[0]!.slots.every((s) => s.cardId === undefined));
     } finally {

@@ -72,7 +72,7 @@ export class LaneWorker {
   /** Slots scaled away whose sandboxes are being terminated. */
   private readonly retiring = new Set<Promise<void>>();
   private slotSeq = 0;
-  /** Card changes (take, release) of each slot, coalesced: twice per card is a write per ~ms under short cards. */
+  /** Releases of each slot, coalesced with the next take: under short cards, one write per card instead of two. */
   private readonly cardChanges: PublishThrottle<Slot>;
   private stopping = false;
   /** The breaker tick and terminate retries of the last beat, while still in flight. */
@@ -97,7 +97,12 @@ export class LaneWorker {
       now: deps.now,
       run: (slot) => void this.publish(slot),
     });
-    this.pool = new SlotPool({ onChange: (slot) => this.cardChanges.changed(slot), grow: (reason) => this.addSlot(reason, true) });
+    // A take goes out at once, before the card's move to running: a running card is always shown in
+    // its slot. A release may wait; the next take or the interval's end carries it.
+    this.pool = new SlotPool({
+      onChange: (slot, change) => (change === 'take' ? this.cardChanges.now(slot) : this.cardChanges.changed(slot)),
+      grow: (reason) => this.addSlot(reason, true),
+    });
     this.scaler = new SlotScaler({
       lane,
       workerId: deps.workerId,

@@ -47,6 +47,14 @@ export class PublishThrottle<K> {
     }
   }
 
+  /** Goes out now, carrying any change still waiting. */
+  now(key: K): void {
+    if (this.closed) return;
+    clearTimeout(this.timers.get(key));
+    this.timers.delete(key);
+    this.fire(key);
+  }
+
   /** The key is gone (a retired slot): nothing more of it goes out. */
   forget(key: K): void {
     clearTimeout(this.timers.get(key));

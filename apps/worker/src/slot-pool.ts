@@ -1,8 +1,8 @@
 import type { Slot } from './slot.js';
 
 export interface SlotPoolDeps {
-  /** Publishes the slot, so `GET /v1/lanes` shows which card each slot holds. */
-  onChange: (slot: Slot) => void;
+  /** Publishes the slot, so `GET /v1/lanes` shows which card each slot holds: a take at once, a release may wait. */
+  onChange: (slot: Slot, change: 'take' | 'release') => void;
   /** Adds one slot to the pool and starts it; called when a card finds every slot busy. */
   grow: (reason: string) => Slot;
 }
@@ -46,13 +46,13 @@ export class SlotPool {
     const free = this.list.filter((s) => s.cardId === undefined);
     const slot = free.find((s) => s.state === 'live') ?? free[0] ?? this.deps.grow(`card ${cardId} found every slot busy`);
     slot.take(cardId);
-    this.deps.onChange(slot);
+    this.deps.onChange(slot, 'take');
     return slot;
   }
 
   release(slot: Slot): void {
     slot.release();
-    this.deps.onChange(slot);
+    this.deps.onChange(slot, 'release');
   }
 
   holding(cardId: string): Slot | undefined {

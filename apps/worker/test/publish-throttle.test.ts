@@ -34,6 +34,26 @@ describe('PublishThrottle on real timers', () => {
     throttle.close();
   });
 
+  it('now() goes out at once and takes the scheduled run with it', async () => {
+    const sent: Array<{ key: string; state: number }> = [];
+    let state = 1;
+    const throttle = new PublishThrottle<string>({ intervalMs: 30, now: Date.now, run: (key) => sent.push({ key, state }) });
+    throttle.changed('a');
+    state = 2;
+    throttle.changed('a');
+    state = 3;
+    throttle.now('a');
+    expect(sent).toEqual([
+      { key: 'a', state: 1 },
+      { key: 'a', state: 3 },
+    ]);
+    // Longer than an interval: the dropped trailing run would have fired by now.
+    const settled = Date.now() + 100;
+    await waitFor('an interval past now()', () => Date.now() > settled);
+    expect(sent).toHaveLength(2);
+    throttle.close();
+  });
+
   it('close and forget drop what is scheduled: nothing goes out after them', async () => {
     const sent: string[] = [];
     const throttle = new PublishThrottle<string>({ intervalMs: 30, now: Date.now, run: (key) => sent.push(key) });

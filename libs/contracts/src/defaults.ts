@@ -39,7 +39,7 @@ export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2 * DEFAULT_HEARTBEAT_INTERVAL_MS;
 export const DEFAULT_SANDBOX_LIFETIME_MS = 24 * 3_600_000;
 export const DEFAULT_API_PORT = 3000;
 /**
- * A slot's card changes (took one, released it) reach Redis at most this often: a slot working many
- * short cards writes its latest status once per interval, not twice per card. Sandbox changes go at once.
+ * A slot's release of a card reaches Redis within this, or with the slot's next take if that comes
+ * first: a slot working many short cards writes once per card, not twice. Takes and sandbox changes go at once.
  */
 export const DEFAULT_CARD_PUBLISH_INTERVAL_MS = 100;
