@@ -1,11 +1,11 @@
-import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllowRule, type CallbackAllowRule, type Card } from '@lanes/contracts';
 import { CardStore, EVENT_STREAM_MAX_LEN, EventLog, keys } from '@lanes/queue';
 import { CALLBACK_GROUP, CallbackDispatcher, OLD_CALLBACK_STREAM, carryOldCallbacks } from '@lanes/supervisor';
-import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
+import { useRedis, waitFor } from '../../../test/harness/index.js';
+import { startBoardReceiver, type BoardReceiver } from './support/board-receiver.js';
 
 type Fields = string[];
 type GroupInfo = Record<string, string | number>;
@@ -17,58 +17,41 @@ type GroupInfo = Record<string, string | number>;
  * XADD, XREADGROUP, XACK).
  */
 describe('callback upgrade: the old event-stream group is carried over', () => {
-  let redis: TestRedis;
-  let conn: Redis;
-  let board: Server;
-  let boardUrl: string;
-  const received: Array<{ event: string; cardId: string }> = [];
+  const f = useRedis();
+  let board: BoardReceiver;
   const dispatchers: CallbackDispatcher[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
-    conn = new Redis(redis.url);
-    board = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString()));
-      req.on('end', () => {
-        const body = JSON.parse(raw) as { event: string; card: { id: string } };
-        received.push({ event: body.event, cardId: body.card.id });
-        res.end();
-      });
-    });
-    await new Promise<void>((r) => board.listen(0, '127.0.0.1', r));
-    boardUrl = `http://127.0.0.1:${(board.address() as { port: number }).port}`;
+    board = await startBoardReceiver();
   });
   beforeEach(async () => {
-    await conn.flushall();
-    received.length = 0;
+    await f.conn.flushall();
+    board.received.length = 0;
   });
   afterEach(async () => {
     for (const d of dispatchers.splice(0)) await d.stop();
   });
   afterAll(async () => {
-    board?.close();
-    conn?.disconnect();
-    await redis?.stop();
+    await board?.close();
   });
 
-  const store = () => new CardStore({ redis: conn, events: new EventLog(conn), now: Date.now });
+  const store = () => new CardStore({ redis: f.conn, events: new EventLog(f.conn), now: Date.now });
   const event = (type: string, cardId: string) => JSON.stringify({ type, at: new Date().toISOString(), lane: 'cb', cardId });
   /** What the old card script appended for every event. */
-  const oldXadd = (e: string) => conn.xadd(OLD_CALLBACK_STREAM, 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', e) as Promise<string>;
+  const oldXadd = (e: string) => f.conn.xadd(OLD_CALLBACK_STREAM, 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', e) as Promise<string>;
   const oldRead = async (count: number): Promise<string[]> => {
-    const reply = (await conn.xreadgroup('GROUP', CALLBACK_GROUP, 'old-supervisor', 'COUNT', count, 'STREAMS', OLD_CALLBACK_STREAM, '>')) as Array<
+    const reply = (await f.conn.xreadgroup('GROUP', CALLBACK_GROUP, 'old-supervisor', 'COUNT', count, 'STREAMS', OLD_CALLBACK_STREAM, '>')) as Array<
       [string, Array<[string, Fields]>]
     > | null;
     return (reply?.[0]?.[1] ?? []).map(([id]) => id);
   };
   const groups = async (stream: string): Promise<GroupInfo[]> => {
-    const raw = (await conn.xinfo('GROUPS', stream)) as Array<Array<string | number>>;
+    const raw = (await f.conn.xinfo('GROUPS', stream)) as Array<Array<string | number>>;
     return raw.map((flat) => Object.fromEntries(Array.from({ length: flat.length / 2 }, (_, i) => [String(flat[2 * i]), flat[2 * i + 1] as string | number])));
   };
-  const card = (id: string, callback = true): Card => ({ id, lane: 'cb', title: id, priority: 0, ...(callback ? { callbackUrl: `${boardUrl}/hook` } : {}) });
+  const card = (id: string, callback = true): Card => ({ id, lane: 'cb', title: id, priority: 0, ...(callback ? { callbackUrl: `${board.url}/hook` } : {}) });
   const dispatcher = (consumer: string) => {
-    const c = new Redis(redis.url);
+    const c = new Redis(f.redis.url);
     c.on('error', () => undefined);
     const d = new CallbackDispatcher({
       redis: c,
@@ -89,13 +72,13 @@ describe('callback upgrade: the old event-stream group is carried over', () => {
    * `both` written after the new code started writing events, so it is on both streams.
    */
   async function oldState(): Promise<void> {
-    await conn.xgroup('CREATE', OLD_CALLBACK_STREAM, CALLBACK_GROUP, '$', 'MKSTREAM');
+    await f.conn.xgroup('CREATE', OLD_CALLBACK_STREAM, CALLBACK_GROUP, '$', 'MKSTREAM');
     const s = store();
     for (const c of [card('acked'), card('pendingA'), card('unreadB'), card('noHook', false), card('notTerminal'), card('both')]) await s.create(c);
-    await conn.hdel(keys.card('unreadB'), 'callback');
+    await f.conn.hdel(keys.card('unreadB'), 'callback');
     await oldXadd(event('card.done', 'acked'));
     // The old dispatcher acknowledged every entry it had handled, delivered or not a callback.
-    await conn.xack(OLD_CALLBACK_STREAM, CALLBACK_GROUP, ...(await oldRead(100)));
+    await f.conn.xack(OLD_CALLBACK_STREAM, CALLBACK_GROUP, ...(await oldRead(100)));
     await oldXadd(event('card.failed', 'pendingA'));
     expect(await oldRead(100)).toHaveLength(1);
     await oldXadd(event('card.done', 'unreadB'));
@@ -104,14 +87,14 @@ describe('callback upgrade: the old event-stream group is carried over', () => {
     // The new card script writes an event to both streams.
     const both = event('card.cancelled', 'both');
     await oldXadd(both);
-    await conn.xadd(keys.callbacks(), 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', both);
-    expect(((await conn.xpending(OLD_CALLBACK_STREAM, CALLBACK_GROUP)) as [number])[0]).toBe(1);
+    await f.conn.xadd(keys.callbacks(), 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', both);
+    expect(((await f.conn.xpending(OLD_CALLBACK_STREAM, CALLBACK_GROUP)) as [number])[0]).toBe(1);
   }
 
   /** Every entry of the new group read and acknowledged: nothing more can be delivered. */
   const settled = async () => {
-    const length = await conn.xlen(keys.callbacks());
-    const [last] = (await conn.xrevrange(keys.callbacks(), '+', '-', 'COUNT', 1)) as Array<[string, Fields]>;
+    const length = await f.conn.xlen(keys.callbacks());
+    const [last] = (await f.conn.xrevrange(keys.callbacks(), '+', '-', 'COUNT', 1)) as Array<[string, Fields]>;
     const g = (await groups(keys.callbacks())).find((x) => x.name === CALLBACK_GROUP);
     return length > 0 && g !== undefined && g.pending === 0 && g['last-delivered-id'] === last?.[0];
   };
@@ -119,30 +102,30 @@ describe('callback upgrade: the old event-stream group is carried over', () => {
   it('pending and unread callbacks of the old group are delivered once each by the new dispatcher; the old group is gone', async () => {
     await oldState();
     await dispatcher('new-supervisor').start();
-    await waitFor('the carried callbacks', () => received.length >= 3);
+    await waitFor('the carried callbacks', () => board.received.length >= 3);
     await waitFor('the new group has read and acknowledged everything', settled);
-    expect(received.map((r) => `${r.event} ${r.cardId}`).sort()).toEqual(['card.cancelled both', 'card.done unreadB', 'card.failed pendingA']);
+    expect(board.received.map((r) => `${r.event} ${r.cardId}`).sort()).toEqual(['card.cancelled both', 'card.done unreadB', 'card.failed pendingA']);
     expect((await groups(OLD_CALLBACK_STREAM)).map((g) => g.name)).not.toContain(CALLBACK_GROUP);
   });
 
   it('two supervisors starting at once carry everything exactly once', async () => {
     await oldState();
     await Promise.all([dispatcher('one').start(), dispatcher('two').start()]);
-    await waitFor('the carried callbacks', () => received.length >= 3);
+    await waitFor('the carried callbacks', () => board.received.length >= 3);
     await waitFor('the new group has read and acknowledged everything', settled);
-    expect(received.map((r) => `${r.event} ${r.cardId}`).sort()).toEqual(['card.cancelled both', 'card.done unreadB', 'card.failed pendingA']);
+    expect(board.received.map((r) => `${r.event} ${r.cardId}`).sort()).toEqual(['card.cancelled both', 'card.done unreadB', 'card.failed pendingA']);
     // Two events carried plus the one already there: nothing was put on the callback stream twice.
-    expect(await conn.xlen(keys.callbacks())).toBe(3);
+    expect(await f.conn.xlen(keys.callbacks())).toBe(3);
   });
 
   it('the carry runs once: a second call finds no group and adds nothing; no old stream or group is no work', async () => {
-    expect(await carryOldCallbacks(conn, CALLBACK_GROUP)).toEqual({ found: false, pending: 0, unread: 0 });
+    expect(await carryOldCallbacks(f.conn, CALLBACK_GROUP)).toEqual({ found: false, pending: 0, unread: 0 });
     await oldState();
-    const other = new Redis(redis.url);
-    const [first, second] = await Promise.all([carryOldCallbacks(conn, CALLBACK_GROUP), carryOldCallbacks(other, CALLBACK_GROUP)]).finally(() => other.disconnect());
+    const other = new Redis(f.redis.url);
+    const [first, second] = await Promise.all([carryOldCallbacks(f.conn, CALLBACK_GROUP), carryOldCallbacks(other, CALLBACK_GROUP)]).finally(() => other.disconnect());
     expect([first, second]).toContainEqual({ found: true, pending: 1, unread: 1 });
     expect([first, second]).toContainEqual({ found: false, pending: 0, unread: 0 });
-    expect(await conn.xlen(keys.callbacks())).toBe(3);
+    expect(await f.conn.xlen(keys.callbacks())).toBe(3);
     expect(await groups(OLD_CALLBACK_STREAM)).toEqual([]);
   });
 });

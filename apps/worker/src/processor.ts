@@ -94,6 +94,11 @@ export function createProcessor(deps: ProcessorDeps) {
   };
 }
 
+/** The run lost its lock before it ran anything: its result is discarded, as a fence's. */
+function leaseLost(run: Run, context: RunContext): Promise<unknown> {
+  return act(run, context, { kind: 'discard', reason: run.lease.fenceDecision()?.reason ?? 'lock lost' });
+}
+
 /** The card each sandbox ran last, whose directory it still holds until the next card's reset removes it. */
 const lastCardIn = new WeakMap<SandboxHandle, string>();
 
@@ -103,12 +108,11 @@ async function runInSlot(run: Run): Promise<unknown> {
   // The first renewal goes out now. Nothing runs before Redis confirmed it, but the move to running
   // need not wait for it: the move's script checks the lock itself. So the two travel together.
   const confirmed = lease.start();
-  const leaseLost = () => act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
 
   const ready = await slot.ready();
   if (controller.signal.aborted || ready.kind !== 'live') {
     // Every way out before the move is taken only under a confirmed lock, as before.
-    if (!(await confirmed)) return leaseLost();
+    if (!(await confirmed)) return leaseLost(run, context);
     if (controller.signal.aborted) return beforeRunning(run, context, stoppedOutcome(controller, 'sandbox start'));
   }
   if (ready.kind === 'wait') return beforeRunning(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason });
@@ -136,7 +140,6 @@ async function runInSlot(run: Run): Promise<unknown> {
 async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, confirmed: Promise<boolean>): Promise<unknown> {
   const { deps, job, card, slot, controller, lease, log } = run;
   const { handle } = runDeps;
-  const leaseLost = () => act(run, context, { kind: 'discard', reason: lease.fenceDecision()?.reason ?? 'lock lost' });
   const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
   const moving = deps.store.transition(card, toRunning, run.writer);
   if (!(await confirmed)) {
@@ -144,7 +147,7 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
     // lock; a card left running under this run's token is what a fence right after the move leaves
     // too: the next run takes it over, and the discard's markFenced keeps that off the crash budget.
     moving.catch(() => undefined);
-    return leaseLost();
+    return leaseLost(run, context);
   }
   let moved = await moving;
   if (!moved.ok && moved.refusal === 'not-found') {
