@@ -1,7 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
 import { CardStateSchema, type Card } from '@lanes/contracts';
-import { keys } from './names.js';
+import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 
 /**
  * An enqueue is one MULTI: `lanesEnqueue` (this file), then BullMQ's own add of every card's job,
@@ -19,51 +19,70 @@ import { keys } from './names.js';
  * When any id of the batch belongs to a card on another lane, nothing is written and every add of
  * the batch is guarded: the batch is refused whole.
  *
- * lanesEnqueue KEYS: 1 event stream, 2 guard set; then 4 per card: card hash, history, the lane's
- *   blocked set, the card's BullMQ job key.
- * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON); then 5 per card: id, lane,
- *   card JSON, '1' if it has a callbackUrl, event (JSON).
- * Answers 'ok' or 'conflict', then per card its state before ('' when new) and lane.
+ * lanesEnqueue KEYS: 1 event stream, 2 guard set.
+ * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
+ *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB card JSON NEWLINE`.
+ * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
+ * NEWLINE only ever separate. One argument instead of nine per card: ioredis and Redis both pay per
+ * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead.
+ * Answers 'ok' or 'conflict', then one string: per card, comma-separated, '' when it is new or
+ * `state/lane` as it was before.
  */
 const ENQUEUE_LUA = `
-local n = (#KEYS - 2) / 4
-local states, lanes = {}, {}
+local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
+local batch = ARGV[6]
+local ids, lanes, cbs, jsons = {}, {}, {}, {}
+local pos, n = 1, 0
+while pos <= #batch do
+  local t1 = string.find(batch, '\\t', pos, true)
+  local t2 = string.find(batch, '\\t', t1 + 1, true)
+  local t3 = string.find(batch, '\\t', t2 + 1, true)
+  local nl = string.find(batch, '\\n', t3 + 1, true)
+  n = n + 1
+  ids[n], lanes[n] = string.sub(batch, pos, t1 - 1), string.sub(batch, t1 + 1, t2 - 1)
+  cbs[n], jsons[n] = string.sub(batch, t2 + 1, t3 - 1), string.sub(batch, t3 + 1, nl - 1)
+  pos = nl + 1
+end
+local states, before = {}, {}
 local conflict = false
 local seen = {}
 for i = 1, n do
-  local k, a = 2 + (i - 1) * 4, 3 + (i - 1) * 5
   -- The same id twice on two lanes is a conflict too.
-  if seen[ARGV[a + 1]] and seen[ARGV[a + 1]] ~= ARGV[a + 2] then conflict = true end
-  seen[ARGV[a + 1]] = ARGV[a + 2]
-  local existing = redis.call('HMGET', KEYS[k + 1], 'state', 'lane')
+  if seen[ids[i]] and seen[ids[i]] ~= lanes[i] then conflict = true end
+  seen[ids[i]] = lanes[i]
+  local existing = redis.call('HMGET', sp .. ':card:' .. ids[i], 'state', 'lane')
   if existing[1] then
-    states[i], lanes[i] = existing[1], existing[2] or ''
-    if lanes[i] ~= ARGV[a + 2] then conflict = true end
+    states[i], before[i] = existing[1], existing[2] or ''
+    if before[i] ~= lanes[i] then conflict = true end
   end
 end
-local reply = {conflict and 'conflict' or 'ok'}
-local made = {}
+local out = {}
+local made, hasBlocked = {}, {}
 for i = 1, n do
-  local k, a = 2 + (i - 1) * 4, 3 + (i - 1) * 5
-  local id = ARGV[a + 1]
-  if not states[i] and made[id] then states[i], lanes[i] = 'queued', ARGV[a + 2] end
+  local id, lane = ids[i], lanes[i]
+  if not states[i] and made[id] then states[i], before[i] = 'queued', lane end
   if conflict or (states[i] and states[i] ~= 'queued') then
-    if redis.call('EXISTS', KEYS[k + 4]) == 0 then
-      redis.call('HSET', KEYS[k + 4], 'lanesEnqueueGuard', '1')
-      redis.call('SADD', KEYS[2], KEYS[k + 4])
+    local job = qp .. ':' .. lane .. ':' .. id
+    if redis.call('EXISTS', job) == 0 then
+      redis.call('HSET', job, 'lanesEnqueueGuard', '1')
+      redis.call('SADD', KEYS[2], job)
     end
   elseif not states[i] then
     made[id] = true
-    redis.call('HSET', KEYS[k + 1], 'card', ARGV[a + 3], 'lane', ARGV[a + 2], 'state', 'queued', 'attempts', '0',
-      'infraRetries', '0', 'createdAt', ARGV[2], 'updatedAt', ARGV[2], 'callback', ARGV[a + 4])
-    redis.call('RPUSH', KEYS[k + 2], ARGV[3])
-    redis.call('ZREM', KEYS[k + 3], id)
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[a + 5])
+    local card = sp .. ':card:' .. id
+    redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
+      'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
+    redis.call('RPUSH', card .. ':history', ARGV[3])
+    -- A lane with no blocked card (the usual case) is asked once per batch, not once per card.
+    local blocked = sp .. ':lane:' .. lane .. ':blocked'
+    if hasBlocked[lane] == nil then hasBlocked[lane] = redis.call('EXISTS', blocked) == 1 end
+    if hasBlocked[lane] then redis.call('ZREM', blocked, id) end
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e',
+      '{"type":"card.queued","at":"' .. at .. '","lane":"' .. lane .. '","cardId":"' .. id .. '"}')
   end
-  reply[#reply + 1] = states[i] or ''
-  reply[#reply + 1] = lanes[i] or ''
+  out[i] = states[i] and (states[i] .. '/' .. before[i]) or ''
 end
-return reply
+return {conflict and 'conflict' or 'ok', table.concat(out, ',')}
 `;
 
 /** KEYS: 1 guard set. Deletes the guards (only hashes still marked as guards) and the set. */
@@ -95,30 +114,27 @@ export function defineEnqueueScripts(redis: Redis): void {
   redis.defineCommand(ENQUEUE_RELEASE_SCRIPT, { numberOfKeys: 1, lua: RELEASE_LUA });
 }
 
-/** The arguments of `lanesEnqueue` (numkeys first: the script takes a variable number of keys). */
+/** The arguments of `lanesEnqueue` (numkeys first). */
 export function enqueueArgs(cards: readonly Card[], at: string, eventStreamMaxLen: number): Array<string | number> {
-  const k: string[] = [keys.events(), keys.enqueueGuards()];
-  const a: Array<string | number> = [eventStreamMaxLen, at, JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' })];
-  for (const card of cards) {
-    k.push(keys.card(card.id), keys.history(card.id), keys.blocked(card.lane), keys.job(card.lane, card.id));
-    a.push(card.id, card.lane, JSON.stringify(card), card.callbackUrl ? '1' : '0', JSON.stringify({ type: 'card.queued', at, lane: card.lane, cardId: card.id }));
-  }
-  return [k.length, ...k, ...a];
+  let batch = '';
+  for (const card of cards) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${JSON.stringify(card)}\n`;
+  const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
+  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch];
 }
 
 /** What each card was before this enqueue: undefined when it is new. */
 export type EnqueueReply = { conflict: boolean; before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined> };
 
-const ReplySchema = z.array(z.string()).min(1);
+const ReplySchema = z.tuple([z.enum(['ok', 'conflict']), z.string()]);
 
 export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
-  const flat = ReplySchema.parse(raw);
-  if (flat.length !== 1 + 2 * count || (flat[0] !== 'ok' && flat[0] !== 'conflict'))
-    throw new Error(`enqueue script answered ${JSON.stringify(flat.slice(0, 3))}… for ${count} cards`);
-  const before: EnqueueReply['before'] = [];
-  for (let i = 0; i < count; i++) {
-    const state = flat[1 + 2 * i]!;
-    before.push(state === '' ? undefined : { state: CardStateSchema.parse(state), lane: flat[2 + 2 * i]! });
-  }
-  return { conflict: flat[0] === 'conflict', before };
+  const [status, states] = ReplySchema.parse(raw);
+  const parts = states.split(',');
+  if (parts.length !== count) throw new Error(`enqueue script answered ${parts.length} states for ${count} cards`);
+  const before: EnqueueReply['before'] = parts.map((part) => {
+    if (part === '') return undefined;
+    const slash = part.indexOf('/');
+    return { state: CardStateSchema.parse(part.slice(0, slash)), lane: part.slice(slash + 1) };
+  });
+  return { conflict: status === 'conflict', before };
 }

@@ -122,6 +122,16 @@ describe('LaneQueues on real Redis', () => {
     expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 2, prioritized: 1 });
   });
 
+  it('a batch carries any card text whole: tabs, newlines, quotes and non-ASCII in a card do not split the batch', async () => {
+    const { queues, card } = laneQueues();
+    const awkward = card({ title: 'tab\there\nnew line "quoted" \\ back', prompt: 'line 1\r\nline 2\u0000\u001e end ✓ 日本', metadata: { 'k\tey': 'v\nal' } });
+    const plain = card();
+    expect(await queues.enqueueMany([awkward, plain])).toMatchObject({ ok: true, results: [{ created: true }, { created: true }] });
+    expect(JSON.parse((await redis.hget(keys.card(awkward.id), 'card'))!)).toEqual(awkward);
+    expect(JSON.parse((await redis.hget(keys.card(plain.id), 'card'))!)).toEqual(plain);
+    expect((await store.get(awkward.id))!.state).toBe('queued');
+  });
+
   it('enqueueMany refuses a batch whole when an id is on another lane, for one card or several', async () => {
     const { queues, queue, card } = laneQueues();
     const other = laneQueues();
