@@ -10,22 +10,21 @@ declare module 'ioredis' {
 }
 
 /**
- * The one writer of card state. In one atomic step it checks the move against the legal table
- * (the caller passes the legal sources of the target), checks the writer's run token, and writes
- * the record, the history entry, the blocked index and the event together, or nothing at all.
+ * The one writer of card moves (a new record is `lanesEnqueue`'s, in enqueue-script.ts). In one
+ * atomic step it checks the move against the legal table (the caller passes the legal sources of
+ * the target), checks the writer's run token, and writes the record, the history entry, the
+ * blocked index and the event together, or nothing at all.
  *
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
  *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream
- * ARGV: 1 mode (create | move), 2 target state, 3 legal sources (comma-separated), 4 writer
- *       (run | board | board-if-run), 5 token, 6 fields to set (JSON object of strings),
- *       7 fields to delete (JSON array), 8 history entry (JSON), 9 event (JSON), 10 blocked score,
- *       11 event stream max length, 12 card id, 13 '1' if a board hears of this event type
+ * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
+ *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
+ *       7 history entry (JSON), 8 event (JSON), 9 blocked score, 10 event stream max length,
+ *       11 card id, 12 '1' if a board hears of this event type
  *
  * The event also goes to the callback stream when a board hears of it and the card has a
- * callbackUrl (hash field `callback`, set at create), so the dispatcher never wakes for cards
+ * callbackUrl (hash field `callback`, set by `lanesEnqueue` when the record is made), so the dispatcher never wakes for cards
  * nobody listens to. A record written before that field existed is asked its card JSON.
- *
- * `create` answers `exists` with the existing card's state and lane, so an enqueue needs no read.
  *
  * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
  * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
@@ -35,39 +34,33 @@ declare module 'ioredis' {
  * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
  */
 const WRITE_LUA = `
-local mode, to = ARGV[1], ARGV[2]
+local to = ARGV[1]
 local function apply()
-  local set = cjson.decode(ARGV[6])
+  local set = cjson.decode(ARGV[5])
   local flat = {}
   for k, v in pairs(set) do flat[#flat + 1] = k; flat[#flat + 1] = v end
   if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
-  local del = cjson.decode(ARGV[7])
+  local del = cjson.decode(ARGV[6])
   if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
-  redis.call('RPUSH', KEYS[2], ARGV[8])
-  if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[10], ARGV[12]) else redis.call('ZREM', KEYS[3], ARGV[12]) end
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9])
-  if ARGV[13] == '1' then
+  redis.call('RPUSH', KEYS[2], ARGV[7])
+  if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[9], ARGV[11]) else redis.call('ZREM', KEYS[3], ARGV[11]) end
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8])
+  if ARGV[12] == '1' then
     local cb = redis.call('HGET', KEYS[1], 'callback')
     if not cb then
       local raw = redis.call('HGET', KEYS[1], 'card')
       cb = (raw and type(cjson.decode(raw).callbackUrl) == 'string') and '1' or '0'
     end
-    if cb == '1' then redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[11], '*', 'e', ARGV[9]) end
+    if cb == '1' then redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8]) end
   end
-end
-if mode == 'create' then
-  local existing = redis.call('HMGET', KEYS[1], 'state', 'lane')
-  if existing[1] then return {'exists', existing[1], existing[2] or ''} end
-  apply()
-  return {'ok', to, '0', '0', '0'}
 end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'not-found', ''} end
-local writer, token = ARGV[4], ARGV[5]
+local writer, token = ARGV[3], ARGV[4]
 -- A run without the lock is stale whatever it asks for (even a move the card could not make any more).
 if writer == 'run' and redis.call('GET', KEYS[5]) ~= token then return {'stale', state} end
 local legal = false
-for s in string.gmatch(ARGV[3], '[^,]+') do if s == state then legal = true end end
+for s in string.gmatch(ARGV[2], '[^,]+') do if s == state then legal = true end end
 if not legal then return {'illegal', state} end
 local current = redis.call('HGET', KEYS[1], 'runToken') or ''
 if writer == 'run' then
@@ -117,7 +110,6 @@ const Count = z.coerce.number().int().nonnegative();
 export const ScriptReplySchema = z.union([
   /** ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a run need not read the record). */
   z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count]),
-  z.tuple([z.literal('exists'), CardStateSchema, z.string()]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);

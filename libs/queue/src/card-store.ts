@@ -18,6 +18,7 @@ import { renderMove, type CardMove, type CardWriter, type RenderedMove } from '.
 import { isCallbackEvent } from './callback-events.js';
 import { ScriptReplySchema, defineCardScripts } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
+import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
 
 export interface CardStoreDeps {
@@ -70,18 +71,11 @@ const CardHashSchema = z.object({
   result: z.string().optional(),
 });
 
-/** The create script's answer: created, or the state and lane of the card already under that id. */
-function toCreateOutcome(card: Card, raw: unknown): CreateOutcome {
-  const reply = ScriptReplySchema.parse(raw);
-  if (reply[0] === 'ok') return { created: true, state: 'queued', lane: card.lane };
-  if (reply[0] === 'exists') return { created: false, state: reply[1], lane: reply[2] };
-  throw new Error(`create script answered '${reply[0]}' for card ${card.id}`);
-}
-
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
   constructor(private readonly deps: CardStoreDeps) {
     defineCardScripts(deps.redis);
+    defineEnqueueScripts(deps.redis);
   }
 
   /** Creates the record unless the id exists. Returns whether it was new, and the record. */
@@ -93,39 +87,17 @@ export class CardStore {
   }
 
   /**
-   * Creates each record unless its id exists, all in one pipeline (one round trip). An existing
-   * id is left as it is and answered with its state and lane, so the caller needs no read.
+   * Creates each record unless its id exists, in one script call (`lanesEnqueue` in its `each`
+   * mode, the same writer an enqueue's MULTI uses). An existing id is left as it is and answered
+   * with its state and lane, so the caller needs no read.
    */
   async createMany(cards: readonly Card[]): Promise<CreateOutcome[]> {
-    const args = cards.map((card) => {
-      const at = new Date(this.deps.now()).toISOString();
-      const rendered: RenderedMove = {
-        set: {
-          card: JSON.stringify(card),
-          lane: card.lane,
-          state: 'queued',
-          attempts: '0',
-          infraRetries: '0',
-          createdAt: at,
-          updatedAt: at,
-          callback: card.callbackUrl ? '1' : '0',
-        },
-        del: [],
-        entry: { at, state: 'queued', attempt: 0, message: 'enqueued' },
-        event: { type: 'card.queued', at, lane: card.lane, cardId: card.id },
-      };
-      return this.writeArgs(card, 'create', 'queued', [], { kind: 'board' }, rendered);
-    });
-    // One card (every single POST) goes without a pipeline: ioredis builds each pipeline by copying
-    // every script defined on the connection (BullMQ's ~50 too), ~0.1 ms of CPU per request.
-    if (args.length === 1) return [toCreateOutcome(cards[0]!, await this.deps.redis.lanesCardWrite(...args[0]!))];
-    const pipeline = this.deps.redis.pipeline();
-    for (const a of args) pipeline.lanesCardWrite(...a);
-    const replies = (await pipeline.exec()) ?? [];
+    if (cards.length === 0) return [];
+    const at = new Date(this.deps.now()).toISOString();
+    const reply = parseEnqueueReply(await this.deps.redis.lanesEnqueue(...enqueueArgs(cards, at, EVENT_STREAM_MAX_LEN, 'each')), cards.length);
     return cards.map((card, i) => {
-      const [err, raw] = replies[i] ?? [new Error('no reply')];
-      if (err) throw err;
-      return toCreateOutcome(card, raw);
+      const before = reply.before[i];
+      return before ? { created: false, state: before.state, lane: before.lane } : { created: true, state: 'queued', lane: card.lane };
     });
   }
 
@@ -151,14 +123,12 @@ export class CardStore {
    */
   async transition(card: { id: string; lane: string }, move: CardMove, writer: CardWriter): Promise<TransitionResult> {
     const rendered = renderMove(card, move, this.deps.now());
-    const reply = await this.run(card, 'move', move.to, legalSourcesOf(move.to), writer, rendered);
+    const reply = await this.run(card, move.to, legalSourcesOf(move.to), writer, rendered);
     switch (reply[0]) {
       case 'ok':
         return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4] };
       case 'not-found':
         return { ok: false, refusal: 'not-found' };
-      case 'exists':
-        throw new Error(`transition script answered 'exists' to a move of card ${card.id}`);
       case 'illegal':
       case 'stale': {
         const event = reply[0] === 'stale' ? 'card.stale-write' : 'card.illegal-transition';
@@ -190,11 +160,11 @@ export class CardStore {
     return out;
   }
 
-  private async run(card: { id: string; lane: string }, mode: 'create' | 'move', to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
-    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...this.writeArgs(card, mode, to, sources, writer, r)));
+  private async run(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
+    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...this.writeArgs(card, to, sources, writer, r)));
   }
 
-  private writeArgs(card: { id: string; lane: string }, mode: 'create' | 'move', to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
+  private writeArgs(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
     const token = writer.kind === 'board' ? '' : writer.token;
     return [
       keys.card(card.id),
@@ -205,7 +175,6 @@ export class CardStore {
       keys.crashSuspects(card.id),
       keys.fencedRuns(card.id),
       keys.callbacks(),
-      mode,
       to,
       sources.join(','),
       writer.kind,

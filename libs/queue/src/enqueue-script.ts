@@ -4,6 +4,12 @@ import { CardStateSchema, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 
 /**
+ * `lanesEnqueue` is the one writer of new card records: record, first history entry and
+ * `card.queued` event, or nothing for an id that exists. It runs in one of two modes (ARGV 7):
+ *   - `each`: the records alone (`CardStore.create`). Each card stands alone: an existing id is
+ *     answered with its state and lane and left as it is.
+ *   - `multi`: inside an enqueue's MULTI, described next.
+ *
  * An enqueue is one MULTI: `lanesEnqueue` (this file), then BullMQ's own add of every card's job,
  * then `lanesEnqueueRelease`. One round trip, and atomic: no other client sees a record without
  * its job, or the guards below.
@@ -21,15 +27,16 @@ import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
  *
  * lanesEnqueue KEYS: 1 event stream, 2 guard set.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
- *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB card JSON NEWLINE`.
+ *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB card JSON NEWLINE`, 7 mode.
  * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
  * NEWLINE only ever separate. One argument instead of nine per card: ioredis and Redis both pay per
  * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead.
- * Answers 'ok' or 'conflict', then one string: per card, comma-separated, '' when it is new or
+ * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
  * `state/lane` as it was before.
  */
 const ENQUEUE_LUA = `
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
+local inMulti = ARGV[7] == 'multi'
 local batch = ARGV[6]
 local ids, lanes, cbs, jsons = {}, {}, {}, {}
 local pos, n = 1, 0
@@ -48,12 +55,12 @@ local conflict = false
 local seen = {}
 for i = 1, n do
   -- The same id twice on two lanes is a conflict too.
-  if seen[ids[i]] and seen[ids[i]] ~= lanes[i] then conflict = true end
+  if inMulti and seen[ids[i]] and seen[ids[i]] ~= lanes[i] then conflict = true end
   seen[ids[i]] = lanes[i]
   local existing = redis.call('HMGET', sp .. ':card:' .. ids[i], 'state', 'lane')
   if existing[1] then
     states[i], before[i] = existing[1], existing[2] or ''
-    if before[i] ~= lanes[i] then conflict = true end
+    if inMulti and before[i] ~= lanes[i] then conflict = true end
   end
 end
 local out = {}
@@ -61,7 +68,7 @@ local made, hasBlocked = {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
   if not states[i] and made[id] then states[i], before[i] = 'queued', lane end
-  if conflict or (states[i] and states[i] ~= 'queued') then
+  if inMulti and (conflict or (states[i] and states[i] ~= 'queued')) then
     local job = qp .. ':' .. lane .. ':' .. id
     if redis.call('EXISTS', job) == 0 then
       redis.call('HSET', job, 'lanesEnqueueGuard', '1')
@@ -114,12 +121,15 @@ export function defineEnqueueScripts(redis: Redis): void {
   redis.defineCommand(ENQUEUE_RELEASE_SCRIPT, { numberOfKeys: 1, lua: RELEASE_LUA });
 }
 
+/** `multi`: inside an enqueue's MULTI, with guards and whole-batch refusal; `each`: the records alone. */
+export type EnqueueMode = 'multi' | 'each';
+
 /** The arguments of `lanesEnqueue` (numkeys first). */
-export function enqueueArgs(cards: readonly Card[], at: string, eventStreamMaxLen: number): Array<string | number> {
+export function enqueueArgs(cards: readonly Card[], at: string, eventStreamMaxLen: number, mode: EnqueueMode): Array<string | number> {
   let batch = '';
   for (const card of cards) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${JSON.stringify(card)}\n`;
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
-  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch];
+  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode];
 }
 
 /** What each card was before this enqueue: undefined when it is new. */

@@ -97,7 +97,7 @@ export class LaneQueues {
     if (cards.length === 0) return { ok: true, results: [] };
     if (cards.length === 1) return this.enqueueOne(cards[0]!);
     const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
-    multi.runCommand(ENQUEUE_SCRIPT, enqueueArgs(cards, new Date(this.now()).toISOString(), EVENT_STREAM_MAX_LEN));
+    multi.runCommand(ENQUEUE_SCRIPT, enqueueArgs(cards, new Date(this.now()).toISOString(), EVENT_STREAM_MAX_LEN, 'multi'));
     for (const card of cards) {
       const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
       // Queued on the MULTI now; its answer comes with exec's.

@@ -220,7 +220,7 @@ describe('CardStore on real Redis', () => {
     expect((await eventsOf(silent.id)).map((e) => e.type)).toEqual(['card.queued', 'card.running', 'card.blocked', 'card.unblocked', 'card.running', 'card.done']);
   });
 
-  it('createMany writes new records in one pipeline and answers repeats with their state and lane, writing nothing', async () => {
+  it('createMany writes new records in one script call and answers repeats with their state and lane, writing nothing', async () => {
     const a = newCard();
     const b = newCard();
     await store.create(b);
