@@ -1,5 +1,6 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { PollResult } from '@lanes/contracts';
 import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 import { KILL_SWEEP_LIMIT_MS } from '../../runtime/kill-escalation.mjs';
@@ -9,6 +10,7 @@ import { withDeadline } from '../deadline.js';
 import { CommandLifecycle } from '../command-lifecycle.js';
 import { ExecQueue } from '../exec-queue.js';
 import { cancelledBeforeStart } from '../exec-result.js';
+import { HostTrash, readHostFile, writeHostFile } from './host-files.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
 import type { ExecOptions, ExecResult, OutputStream, ResetDirsOptions, SandboxHandle } from '../provider.js';
@@ -67,8 +69,11 @@ export class LocalSandbox implements SandboxHandle {
   private readonly commandGroups = new Set<number>();
   private readonly queue: ExecQueue;
   private terminating: Promise<void> | undefined;
+  /** Earlier cards' trees, moved aside into the sandbox's own directory and removed there. */
+  private readonly trash: HostTrash;
 
   constructor(private readonly params: LocalSandboxParams) {
+    this.trash = new HostTrash(join(params.dir, 'trash'), params.onCleanupError);
     this.id = params.record.id;
     this.pid = params.record.rootPid;
     this.workdir = params.record.workdir;
@@ -104,55 +109,42 @@ export class LocalSandbox implements SandboxHandle {
   /** The directory is made only when the write says it is missing (a card file's is there: one hop fewer). */
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
     this.assertUsable();
-    const target = this.resolvePath(path);
-    try {
-      await writeFile(target, data);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, data);
-    }
+    await writeHostFile(this.resolvePath(path), data);
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
     this.assertUsable();
-    try {
-      const buffer = await readFile(this.resolvePath(path));
-      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-      throw error;
-    }
+    const buffer = await readHostFile(this.resolvePath(path));
+    return buffer && new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   }
 
   /**
    * In this process, with no command started: the sandbox's files are this host's files. Not queued
    * behind a running command, like writeFile; the runner resets only between commands.
    * A directory that `mkdir -p` had to create is new, so empty: only one that was there already is
-   * removed and made again. So a card's first attempt costs one mkdir per target, all at once (each
-   * file-system call waits for the event loop on a busy worker). Targets inside one another keep the
-   * plain order: remove all, then make all.
+   * moved aside (HostTrash) and made again, and so is each removal. Synchronous where bounded
+   * (host-files.ts): a fresh card's reset is a few system calls, not a few thread-pool round trips.
+   * Targets inside one another keep the plain order: remove all, then make all.
    */
   async resetDirs(paths: readonly string[], options: Pick<ResetDirsOptions, 'remove'> = {}): Promise<ExecResult> {
     this.assertUsable();
     const targets = [...new Set(resetTargets(this.provider, this.workdir, paths))];
     const removals = resetTargets(this.provider, this.workdir, options.remove ?? []).filter((r) => !targets.includes(r));
     const startedAtMs = this.params.now();
-    const reset = async (target: string): Promise<void> => {
-      const created = await mkdir(target, { recursive: true }).catch(() => undefined);
-      if (created !== undefined) return;
-      await rm(target, { recursive: true, force: true });
-      await mkdir(target, { recursive: true });
-    };
     try {
       // Removals first (one may hold a target, made again below), best effort: an earlier card's
       // leftover must not fail this card.
-      await Promise.all(removals.map((r) => rm(r, { recursive: true, force: true }).catch(() => undefined)));
+      for (const r of removals) await this.trash.discard(r).catch((error: unknown) => this.params.onCleanupError?.('remove earlier card', error));
       if (nested(targets)) {
-        for (const target of targets) await rm(target, { recursive: true, force: true });
-        for (const target of targets) await mkdir(target, { recursive: true });
-      } else await Promise.all(targets.map(reset));
+        for (const target of targets) await this.trash.discard(target);
+        for (const target of targets) mkdirSync(target, { recursive: true });
+      } else {
+        for (const target of targets) {
+          if (madeNew(target)) continue;
+          await this.trash.discard(target);
+          mkdirSync(target, { recursive: true });
+        }
+      }
     } catch (error) {
       return resetResult(startedAtMs, this.params.now(), error);
     }
@@ -185,6 +177,7 @@ export class LocalSandbox implements SandboxHandle {
       await bestEffort('await root exit', () => withDeadline(this.params.rootExited, ROOT_EXIT_SETTLE_MS), this.params.onCleanupError);
     }
     this.params.channel.close();
+    await this.trash.settled();
     await bestEffort('remove sandbox dir', () => rm(this.params.dir, { recursive: true, force: true }), this.params.onCleanupError);
     this.params.onTerminated(this.id);
     if (survivors.length > 0) this.params.onCleanupError?.('terminate', new Error(`processes survived SIGKILL: ${survivors.join(' ')}`));
@@ -297,6 +290,15 @@ export class LocalSandbox implements SandboxHandle {
 }
 
 /** Some target lies inside another. */
+/** `mkdir -p`: true when it made the directory (so it is empty); false when something was there. */
+function madeNew(target: string): boolean {
+  try {
+    return mkdirSync(target, { recursive: true }) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 function nested(targets: readonly string[]): boolean {
   return targets.some((a) => targets.some((b) => b.startsWith(`${a}/`)));
 }
