@@ -289,7 +289,6 @@ export class LocalSandbox implements SandboxHandle {
   }
 }
 
-/** Some target lies inside another. */
 /** `mkdir -p`: true when it made the directory (so it is empty); false when something was there. */
 function madeNew(target: string): boolean {
   try {
@@ -299,6 +298,7 @@ function madeNew(target: string): boolean {
   }
 }
 
+/** Some target lies inside another. */
 function nested(targets: readonly string[]): boolean {
   return targets.some((a) => targets.some((b) => b.startsWith(`${a}/`)));
 }
