@@ -1,4 +1,5 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -42,6 +43,8 @@ describe('host files of a local sandbox', () => {
     const trash = new HostTrash(join(base, 'trash'));
     await tree(join(base, 'repo'), SYNC_REMOVE_MAX_ENTRIES * 2);
     await trash.discard(join(base, 'repo'));
+    // Past the bound nothing was removed synchronously: the whole tree sits in the trash for now.
+    expect(readdirSync(join(base, 'trash'))).toHaveLength(1);
     expect(await exists(join(base, 'repo'))).toBe(false);
     // Made again at once, as a reset does: the background removal must not touch it.
     await mkdir(join(base, 'repo'));

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * A local sandbox's files are this host's files, touched from the worker's event loop. An async
@@ -22,7 +22,7 @@ export async function writeHostFile(path: string, data: string | Uint8Array): Pr
     await write(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    mkdirSync(join(path, '..'), { recursive: true });
+    mkdirSync(dirname(path), { recursive: true });
     await write(path);
   }
 }
