@@ -9,6 +9,10 @@
  * carrying the same card objects on a bare queue of the same redis-server. Then M single-card POSTs,
  * as a board posting cards one at a time would: one after another, and from C keep-alive clients at once.
  *
+ * A third baseline is HTTP itself: a bare Fastify route that only hands the posted cards to
+ * `addBulk` (or `add`), posted to by the same client (bench/bare-http.ts). It shows how much of the
+ * gap to `addBulk` any HTTP API pays before it does anything of its own.
+ *
  * The headline figures come from a client in a process of its own (bench/enqueue-client.ts, a
  * `node:http` keep-alive agent), as a board posts from elsewhere: the API's process spends its CPU
  * on the server only. The bench also prints the figures of a client inside the API's own process
@@ -27,16 +31,22 @@ import { Redis } from 'ioredis';
 import { CardSchema, LaneConfigSchema } from '@lanes/contracts';
 import { QUEUE_PREFIX, jobOptions } from '@lanes/queue';
 import { startRedis, startTestStack } from '../test/harness/index.js';
+import { startBareHttp } from './bare-http.js';
 import { runTask, type ClientReply, type ClientTask } from './enqueue-client.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, singles: { type: 'string', default: '500' }, clients: { type: 'string', default: '8' } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, singles: { type: 'string', default: '2000' }, clients: { type: 'string', default: '8' } } });
 const ROUNDS = Number(values.rounds);
 const SINGLES = Number(values.singles);
 const CLIENTS = Number(values.clients);
 const BULK = 100;
-const WARMUP_ROUNDS = 3;
-/** Single POSTs before the timed ones, from each client process, so neither row pays for the JIT's warm-up. */
-const WARMUP_SINGLES = 200;
+const WARMUP_ROUNDS = 30;
+/**
+ * Single POSTs before the timed ones, to each server from each client, so no row pays for the JIT's
+ * warm-up (with 200, the first rows ran at half the rate they reach a few thousand POSTs later).
+ */
+const WARMUP_SINGLES = 1000;
+/** lanes' single POSTs and the bare route's alternate in this many chunks, so drift hits both alike. */
+const SINGLE_CHUNKS = 5;
 const LANE = 'bench';
 
 const redis = await startRedis();
@@ -45,6 +55,11 @@ const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
 const result: Record<string, unknown> = { bulk: BULK, rounds: ROUNDS, singles: SINGLES, clients: CLIENTS };
 // Forked with this process's execArgv, so it runs under tsx as this one does.
 const child = fork(new URL('./enqueue-client.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+/** The c-th of SINGLE_CHUNKS shares of SINGLES; the last takes the remainder. */
+function chunkSize(c: number): number {
+  const base = Math.floor(SINGLES / SINGLE_CHUNKS);
+  return c < SINGLE_CHUNKS - 1 ? base : SINGLES - base * (SINGLE_CHUNKS - 1);
+}
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : Number.NaN;
@@ -66,16 +81,34 @@ try {
   const sameJobs = new Queue('bare-same-jobs', { connection: conn, prefix: QUEUE_PREFIX });
   const laneConfig = LaneConfigSchema.parse({ name: LANE, agent: ['true'] });
   const url = t.stack.url!;
+  const bareHttp = await startBareHttp(redis.url, 'bare-http', QUEUE_PREFIX);
   const api = t.stack.api!;
   const cardsFor = (prefix: string, round: number) => Array.from({ length: BULK }, (_, k) => ({ id: `${prefix}-${round}-${k}`, lane: LANE, title: 'trivial' }));
-  const ms = { remoteBulk: 0, localBulk: 0, bare: 0, sameJobs: 0, direct: 0, remoteSeq: 0, remoteConc: 0, fetchSeq: 0, localSeq: 0, localConc: 0 };
+  const ms = {
+    bareHttpBulk: 0,
+    bareHttpSeq: 0,
+    bareHttpConc: 0,
+    remoteBulk: 0,
+    localBulk: 0,
+    bare: 0,
+    sameJobs: 0,
+    direct: 0,
+    remoteSeq: 0,
+    remoteConc: 0,
+    fetchSeq: 0,
+    localSeq: 0,
+    localConc: 0,
+  };
   /** Per round, addBulk's time over the API's: load that drifts over the run moves both sides of one round alike. */
   const roundRatios: number[] = [];
   const sameJobsRoundRatios: number[] = [];
+  /** Per round, the bare HTTP route's time over the API's. */
+  const bareHttpRoundRatios: number[] = [];
   const agent = new Agent({ keepAlive: true });
   try {
     for (let r = -WARMUP_ROUNDS; r < ROUNDS; r++) {
       const remoteMs = await remote({ kind: 'bulk', url, cards: cardsFor('remote', r) });
+      const bareHttpMs = await remote({ kind: 'bulk', url: bareHttp.url, cards: cardsFor('bare-http', r) });
       const a0 = performance.now();
       const res = await t.api.request('POST', '/v1/cards', { cards: cardsFor('api', r) });
       const a1 = performance.now();
@@ -97,6 +130,8 @@ try {
       if (r >= 0) {
         roundRatios.push((b1 - b0) / remoteMs);
         sameJobsRoundRatios.push((b2 - b1) / remoteMs);
+        bareHttpRoundRatios.push(bareHttpMs / remoteMs);
+        ms.bareHttpBulk += bareHttpMs;
         ms.sameJobs += b2 - b1;
         ms.direct += b3 - b2;
         ms.remoteBulk += remoteMs;
@@ -106,8 +141,14 @@ try {
     }
     await remote({ kind: 'singles', url, lane: LANE, prefix: 'remote-warm', count: WARMUP_SINGLES, clients: 1 });
     await runTask(agent, { kind: 'singles', url, lane: LANE, prefix: 'local-warm', count: WARMUP_SINGLES, clients: 1 });
-    ms.remoteSeq = await remote({ kind: 'singles', url, lane: LANE, prefix: 'remote-seq', count: SINGLES, clients: 1 });
-    ms.remoteConc = await remote({ kind: 'singles', url, lane: LANE, prefix: 'remote-conc', count: SINGLES, clients: CLIENTS });
+    await remote({ kind: 'singles', url: bareHttp.url, lane: LANE, prefix: 'bare-http-warm', count: WARMUP_SINGLES, clients: 1 });
+    for (let c = 0; c < SINGLE_CHUNKS; c++) {
+      const count = chunkSize(c);
+      ms.remoteSeq += await remote({ kind: 'singles', url, lane: LANE, prefix: `remote-seq-${c}`, count, clients: 1 });
+      ms.bareHttpSeq += await remote({ kind: 'singles', url: bareHttp.url, lane: LANE, prefix: `bare-http-seq-${c}`, count, clients: 1 });
+      ms.remoteConc += await remote({ kind: 'singles', url, lane: LANE, prefix: `remote-conc-${c}`, count, clients: CLIENTS });
+      ms.bareHttpConc += await remote({ kind: 'singles', url: bareHttp.url, lane: LANE, prefix: `bare-http-conc-${c}`, count, clients: CLIENTS });
+    }
     const s0 = performance.now();
     for (let i = 0; i < SINGLES; i++) {
       const res = await t.api.request('POST', '/v1/cards', { id: `fetch-${i}`, lane: LANE, title: 'trivial' });
@@ -120,8 +161,12 @@ try {
     const queued = (await conn.zcard(`${QUEUE_PREFIX}:${LANE}:prioritized`)) + (await conn.llen(`${QUEUE_PREFIX}:${LANE}:wait`));
     const expected = 3 * (ROUNDS + WARMUP_ROUNDS) * BULK + 5 * SINGLES + 2 * WARMUP_SINGLES;
     if (queued !== expected) throw new Error(`${queued} cards queued, expected ${expected}`);
+    const bareHttpJobs = await conn.llen(`${QUEUE_PREFIX}:bare-http:wait`);
+    const bareHttpExpected = (ROUNDS + WARMUP_ROUNDS) * BULK + 2 * SINGLES + WARMUP_SINGLES;
+    if (bareHttpJobs !== bareHttpExpected) throw new Error(`${bareHttpJobs} jobs added by the bare HTTP route, expected ${bareHttpExpected}`);
   } finally {
     agent.destroy();
+    await bareHttp.close();
     await bare.close();
     await sameJobs.close();
     await t.stop();
@@ -137,12 +182,15 @@ try {
   const ceiling = ms.bare / (ms.sameJobs + ms.remoteBulk - ms.direct);
   const remoteBulk = perS(ROUNDS * BULK, ms.remoteBulk);
   const localBulk = perS(ROUNDS * BULK, ms.localBulk);
+  const bareHttpBulk = perS(ROUNDS * BULK, ms.bareHttpBulk);
   const singles = {
     remoteSeq: perS(SINGLES, ms.remoteSeq),
     remoteConc: perS(SINGLES, ms.remoteConc),
     fetchSeq: perS(SINGLES, ms.fetchSeq),
     localSeq: perS(SINGLES, ms.localSeq),
     localConc: perS(SINGLES, ms.localConc),
+    bareHttpSeq: perS(SINGLES, ms.bareHttpSeq),
+    bareHttpConc: perS(SINGLES, ms.bareHttpConc),
   };
   const n0 = (x: number) => Number(x.toFixed(0));
   Object.assign(result, {
@@ -156,6 +204,12 @@ try {
     bulkRatioCeilingWithFreeRecords: Number(ceiling.toFixed(3)),
     bulkRatioSameJobs: Number((remoteBulk / sameJobsRate).toFixed(3)),
     bulkRatioSameJobsMedianOfRounds: Number(median(sameJobsRoundRatios).toFixed(3)),
+    bareHttpBulkJobsPerS: n0(bareHttpBulk),
+    bareHttpBulkRatio: Number((bareHttpBulk / bareRate).toFixed(3)),
+    bulkRatioToBareHttp: Number((remoteBulk / bareHttpBulk).toFixed(3)),
+    bulkRatioToBareHttpMedianOfRounds: Number(median(bareHttpRoundRatios).toFixed(3)),
+    bareHttpSingleKeepAliveJobsPerS: n0(singles.bareHttpSeq),
+    bareHttpSingleConcurrentJobsPerS: n0(singles.bareHttpConc),
     inProcessApiBulkCardsPerS: n0(localBulk),
     inProcessBulkRatio: Number((localBulk / bareRate).toFixed(3)),
     singleKeepAliveCardsPerS: n0(singles.remoteSeq),
@@ -184,8 +238,18 @@ try {
   );
   console.log(`| what HTTP adds per POST of ${BULK} (POST − in-process \`enqueueMany\`) | ${httpMsPer100.toFixed(2)} ms | | | |`);
   console.log(`| ceiling: POST vs \`addBulk\` of ${BULK} if lanes' record, history and event cost nothing (same jobs' \`addBulk\` + HTTP) | | | ${ceiling.toFixed(2)}× | |`);
+  console.log(
+    `| HTTP alone: a bare Fastify route that only calls \`Queue.addBulk\` (bench/bare-http.ts), same client, vs \`addBulk\` of ${BULK} | ${bareHttpBulk.toFixed(0)} jobs/s | ${bareRate.toFixed(0)} jobs/s | ${(bareHttpBulk / bareRate).toFixed(2)}× | |`,
+  );
+  console.log(
+    `| lanes' POST vs that bare route (aggregate; median of rounds ${median(bareHttpRoundRatios).toFixed(2)}×) | ${remoteBulk.toFixed(0)} cards/s | ${bareHttpBulk.toFixed(0)} jobs/s | ${(remoteBulk / bareHttpBulk).toFixed(2)}× | |`,
+  );
   console.log(singleRow('single-card `POST /v1/cards`, sequential, client in its own process', singles.remoteSeq));
   console.log(singleRow(`single-card \`POST /v1/cards\`, ${CLIENTS} clients at once in their own process`, singles.remoteConc));
+  const bareSingleRow = (label: string, lanesRate: number, rate: number) =>
+    `| ${label} | ${lanesRate.toFixed(0)} cards/s | ${rate.toFixed(0)} jobs/s | ${(lanesRate / rate).toFixed(2)}× | |`;
+  console.log(bareSingleRow('single POST, sequential: lanes vs the bare route doing `Queue.add`', singles.remoteSeq, singles.bareHttpSeq));
+  console.log(bareSingleRow(`single POST, ${CLIENTS} clients: lanes vs the bare route doing \`Queue.add\``, singles.remoteConc, singles.bareHttpConc));
   console.log(bulkRow(`in the API's process (old figure): \`POST\` {cards:[${BULK}]} with \`fetch\``, localBulk));
   console.log(singleRow("in the API's process (old figure): single POST, sequential, `fetch`", singles.fetchSeq));
   console.log(singleRow("in the API's process (old figure): single POST, sequential, `node:http` keep-alive", singles.localSeq));
