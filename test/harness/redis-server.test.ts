@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisIdentity, startRedis, type TestRedis } from './redis-server.js';
 import { waitFor } from './wait-for.js';
@@ -56,5 +59,26 @@ describe('harness: startRedis', () => {
     process.kill(pid, 'SIGKILL');
     await waitFor('the child to be gone', () => !alive(pid));
     await expect(redis.stop()).rejects.toThrow(/exited with SIGKILL/);
+  });
+
+  it('a harness killed with -9 takes its redis-server with it', async () => {
+    // A process of its own that starts a Redis through the harness, prints its pid, and waits.
+    const harness = fileURLToPath(new URL('./redis-server.ts', import.meta.url));
+    const script = `import { startRedis } from ${JSON.stringify(harness)}; const r = await startRedis(); console.log(r.pid); setInterval(() => undefined, 60_000);`;
+    const holder = spawn(process.execPath, ['--import', 'tsx', '--conditions=@lanes/source', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    holder.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await waitFor('the holder to print its redis-server pid', () => /^\d+\n/.test(out));
+    const pid = Number(out.trim());
+    expect(alive(pid)).toBe(true);
+    try {
+      const exited = once(holder, 'exit');
+      holder.kill('SIGKILL');
+      await exited;
+      await waitFor(`redis-server ${pid} to be gone with its harness`, () => !alive(pid));
+    } finally {
+      // When this fails, the server is this test's to end.
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 });

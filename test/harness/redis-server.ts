@@ -19,6 +19,28 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
+/**
+ * Ends the redis-server `pid` when this process dies without stopping it (kill -9, or `timeout`
+ * ending a bench): a shell holding a pipe from this process reads EOF when the pipe closes with
+ * it, and kills the server. Ended itself before the server is (see `kill`), so it never fires on a
+ * pid that was reused.
+ */
+function serverWatchdog(pid: number): ChildProcess {
+  const watchdog = spawn('sh', ['-c', 'read _; kill -9 "$0" 2>/dev/null', String(pid)], { stdio: ['pipe', 'ignore', 'ignore'] });
+  // It must not keep a bench or a test worker alive by itself.
+  watchdog.unref();
+  (watchdog.stdin as { unref?: () => void } | null)?.unref?.();
+  return watchdog;
+}
+
+/** Kills a child and waits for its exit; nothing when it has exited already. */
+async function killChild(c: ChildProcess): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const gone = new Promise((r) => c.once('exit', r));
+  c.kill('SIGKILL');
+  await gone;
+}
+
 /** One connection attempt per probe; no retries, so a probe answers for one moment. */
 const IDENTITY_PROBE_TIMEOUT_MS = 1_000;
 
@@ -66,6 +88,7 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
   const dir = mkdtempSync(join(tmpdir(), 'lanes-redis-'));
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
+  let watchdog: ChildProcess | undefined;
   /** Set when a child exits without kill() or stop() asking it to. */
   let unexpectedExit: Error | undefined;
   let expectingExit = false;
@@ -75,12 +98,16 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
     args.push('--appendonly', appendonly ? 'yes' : 'no', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction');
     const c = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = c;
+    const w = c.pid === undefined ? undefined : serverWatchdog(c.pid);
+    watchdog = w;
     expectingExit = false;
     let stderr = '';
     c.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     let exited: Error | undefined;
     c.once('error', (err) => (exited = err));
     c.once('exit', (code, signal) => {
+      // Its pid may be reused from now on.
+      if (w) void killChild(w);
       exited = new Error(`redis-server (pid ${c.pid}) on ${port} exited with ${signal ?? code}${stderr ? `: ${stderr.trim()}` : ''}`);
       if (!expectingExit && child === c) unexpectedExit ??= exited;
     });
@@ -105,9 +132,8 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     expectingExit = true;
-    const gone = new Promise((r) => c.once('exit', r));
-    c.kill('SIGKILL');
-    await gone;
+    if (watchdog) await killChild(watchdog);
+    await killChild(c);
   };
 
   try {
