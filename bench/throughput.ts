@@ -30,6 +30,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import { startMonitor } from './monitor.js';
 
 const { values } = parseArgs({
   options: {
@@ -230,23 +231,12 @@ try {
 
     if (!LANES_ONLY) {
       // --- Redis commands per card, by MONITOR ---
-      // The handler is on before MONITOR is sent: ioredis sometimes loses track of MONITOR's stream
-      // under load ("Command queue state error"). The command counts are then left out rather than
-      // the run lost; round trips are counted apart, in this process.
-      const monitor = new Redis(redis.url, { monitor: true, lazyConnect: true });
-      monitor.on('error', (err: Error) => {
-        if (!result.monitorError) console.error(`MONITOR failed, command counts left out: ${err.message.slice(0, 80)}`);
-        result.monitorError = err.message.slice(0, 200);
-      });
-      const monitoring = new Promise<void>((resolve) => monitor.once('monitoring', () => resolve()));
-      await monitor.connect();
-      await monitoring;
+      const monitor = await startMonitor(redis.url);
       const own = `${conn.stream.localAddress}:${conn.stream.localPort}`;
       let counts = { client: new Map<string, number>(), lua: new Map<string, number>() };
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      monitor.onCommand((name, source) => {
         if (source === own) return;
         const m = source === 'lua' ? counts.lua : counts.client;
-        const name = String(args[0]).toLowerCase();
         m.set(name, (m.get(name) ?? 0) + 1);
       });
       const idleT0 = performance.now();
@@ -270,8 +260,8 @@ try {
       const runMs = performance.now() - runT0;
       tripsOn = false;
       const run = { ...counts, trips };
-      monitor.disconnect();
-      for (const kind of result.monitorError ? (['trips'] as const) : (['client', 'lua', 'trips'] as const)) {
+      monitor.close();
+      for (const kind of ['client', 'lua', 'trips'] as const) {
         for (const [name, n] of run[kind]) {
           const net = (n - ((idle[kind].get(name) ?? 0) * runMs) / idleMs) / RT_CARDS;
           if (net >= 0.05) perCard[kind].set(name, net);
