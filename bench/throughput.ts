@@ -20,16 +20,22 @@
  *    connection that has no reply outstanding starts a round trip; commands sent while one is
  *    outstanding (a pipeline, MULTI, or calls made together) ride with it. Same window and
  *    background subtraction as 2.
+ * 4. `/healthz` latency during the lanes rounds, probed every 20 ms by `fetch` from this process,
+ *    where the stack runs (the figure as first measured); and from a process of its own with a
+ *    connection per probe, as a kubelet or a load balancer probes (bench/health-probe.ts); and this
+ *    process's event-loop delay over the same rounds, the part of either that is the server's own.
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import type { ProbeReply, ProbeRequest } from './health-probe.js';
 import { startMonitor } from './monitor.js';
 
 const { values } = parseArgs({
@@ -63,6 +69,20 @@ const IDLE_WINDOW_MS = 3_000;
 const RUN_TIMEOUT_MS = 300_000;
 /** /healthz is asked this often during the timed run, as a load balancer would. */
 const HEALTH_POLL_MS = 20;
+const LOOP_DELAY_SAMPLE_MS = 5;
+
+/** Records, until stopped, how late a timer set every LOOP_DELAY_SAMPLE_MS fires: the event loop's delay, in µs. */
+function sampleLoopDelay(into: RecordableHistogram): () => void {
+  let due = performance.now() + LOOP_DELAY_SAMPLE_MS;
+  const tick = () => {
+    const now = performance.now();
+    into.record(Math.max(1, Math.round((now - due) * 1e3)));
+    due = now + LOOP_DELAY_SAMPLE_MS;
+    timer = setTimeout(tick, LOOP_DELAY_SAMPLE_MS);
+  };
+  let timer = setTimeout(tick, LOOP_DELAY_SAMPLE_MS);
+  return () => clearTimeout(timer);
+}
 
 /** Round trips by the command that opened them, counted while `tripsOn`. */
 let tripsOn = false;
@@ -75,7 +95,11 @@ proto.sendCommand = function (this: Sendable & object, command, stream) {
   return sendCommand.call(this, command, stream);
 };
 
-/** GET /healthz every HEALTH_POLL_MS, one at a time, until stopped; answers each request's latency. */
+/**
+ * GET /healthz every HEALTH_POLL_MS from this process, one at a time, until stopped; answers each
+ * request's latency. The stack runs here, so `fetch`'s own work waits on, and adds to, the event
+ * loop it measures.
+ */
 function pollHealth(baseUrl: string): { stop: () => Promise<number[]> } {
   const latencies: number[] = [];
   let running = true;
@@ -152,6 +176,20 @@ const untilCompleted = (queue: string, n: number) =>
   waitFor(`${n} completed on ${queue}`, async () => (await completed(queue)) >= n || undefined, { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS });
 
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
+// The headline /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
+// process's execArgv so it runs under tsx as this one does.
+const prober = fork(new URL('./health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+/** Probes /healthz from the prober's process until stopped; answers each probe's latency. */
+function probeHealth(baseUrl: string): { stop: () => Promise<number[]> } {
+  prober.send({ start: `${baseUrl}/healthz`, intervalMs: HEALTH_POLL_MS } satisfies ProbeRequest);
+  return {
+    stop: () =>
+      new Promise((resolve, reject) => {
+        prober.once('message', (reply: ProbeReply) => ('error' in reply ? reject(new Error(reply.error)) : resolve(reply.latenciesMs)));
+        prober.send({ stop: true } satisfies ProbeRequest);
+      }),
+  };
+}
 try {
   // --- bare baseline: BullMQ Worker, concurrency 4, spawning `true` per job ---
   const bareQueue = LANES_ONLY ? undefined : new Queue('bare', { connection: conn, prefix: QUEUE_PREFIX });
@@ -190,6 +228,10 @@ try {
   };
   const rounds: Array<{ lanesMs: number; bareMs: number; ratio: number; first: 'lanes' | 'bare' }> = [];
   let healthMs: number[] = [];
+  let probedMs: number[] = [];
+  /** The event loop's delay in the lanes rounds, in µs. */
+  const loopDelay = createHistogram();
+  const delayMs = (us: number) => us / 1e3;
   /** This process's CPU (user + system, thread pool included) per card in each lanes round: the stack and the bench's client. */
   const lanesCpuMsPerCard: number[] = [];
   const perCard: { client: Map<string, number>; lua: Map<string, number>; trips: Map<string, number> } = { client: new Map(), lua: new Map(), trips: new Map() };
@@ -202,11 +244,15 @@ try {
       const first = r % 2 === 0 || !bareWorker ? 'lanes' : 'bare';
       const runLanes = async () => {
         const health = pollHealth(t.stack.url!);
+        const probed = probeHealth(t.stack.url!);
+        const stopSampling = sampleLoopDelay(loopDelay);
         const cpu0 = process.cpuUsage();
         const ms = await lanesBatch(CARDS);
         const cpu = process.cpuUsage(cpu0);
         lanesCpuMsPerCard.push((cpu.user + cpu.system) / 1000 / CARDS);
+        stopSampling();
         healthMs = healthMs.concat(await health.stop());
+        probedMs = probedMs.concat(await probed.stop());
         return ms;
       };
       let lanesMs: number;
@@ -297,6 +343,12 @@ try {
     healthzP50Ms: Number(pct(healthMs, 50).toFixed(1)),
     healthzP99Ms: Number(pct(healthMs, 99).toFixed(1)),
     healthzN: healthMs.length,
+    probedHealthzP50Ms: Number(pct(probedMs, 50).toFixed(1)),
+    probedHealthzP99Ms: Number(pct(probedMs, 99).toFixed(1)),
+    probedHealthzN: probedMs.length,
+    eventLoopDelayP50Ms: Number(delayMs(loopDelay.percentile(50)).toFixed(1)),
+    eventLoopDelayP99Ms: Number(delayMs(loopDelay.percentile(99)).toFixed(1)),
+    eventLoopDelayMaxMs: Number(delayMs(loopDelay.max).toFixed(1)),
     redisClientCommandsPerCard: Number(sum(perCard.client).toFixed(1)),
     redisLuaCommandsPerCard: Number(sum(perCard.lua).toFixed(1)),
     redisRoundTripsPerCard: Number(sum(perCard.trips).toFixed(1)),
@@ -320,6 +372,12 @@ try {
   console.log(
     `| \`/healthz\` during the run (n=${healthMs.length}), p50 / p99 | ${pct(healthMs, 50).toFixed(1)} / ${p99.toFixed(1)} ms | | | p99 ≤ 25 ms ${p99 <= 25 ? '✔' : '✘'} |`,
   );
+  console.log(
+    `| the same, probed from a process of its own with a connection per probe (n=${probedMs.length}), p50 / p99 | ${pct(probedMs, 50).toFixed(1)} / ${pct(probedMs, 99).toFixed(1)} ms | | | |`,
+  );
+  console.log(
+    `| the stack's event-loop delay in the lanes rounds, p50 / p99 / max | ${delayMs(loopDelay.percentile(50)).toFixed(1)} / ${delayMs(loopDelay.percentile(99)).toFixed(1)} / ${delayMs(loopDelay.max).toFixed(1)} ms | | | |`,
+  );
   const tripsPerCard = sum(perCard.trips);
   console.log(`| Redis round trips per card, POST → done | ${tripsPerCard.toFixed(1)} | | | ≤ 12 ${tripsPerCard <= 12 ? '✔' : '✘'} |`);
   console.log(`| this process's CPU per card in the lanes rounds (median) | ${median(lanesCpuMsPerCard).toFixed(2)} ms | | | |`);
@@ -334,6 +392,7 @@ try {
   console.log(`per card, round trips by the command that opened them: ${JSON.stringify(sorted(perCard.trips))}`);
   console.log(`BENCH_JSON ${JSON.stringify({ bench: 'throughput', ...result })}`);
 } finally {
+  if (prober.connected) prober.disconnect();
   conn.disconnect();
   await redis.stop();
   rmSync(dir, { recursive: true, force: true });
