@@ -176,7 +176,7 @@ const untilCompleted = (queue: string, n: number) =>
   waitFor(`${n} completed on ${queue}`, async () => (await completed(queue)) >= n || undefined, { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS });
 
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
-// The headline /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
+// The kubelet-style /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
 // process's execArgv so it runs under tsx as this one does.
 const prober = fork(new URL('./health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
 /** Probes /healthz from the prober's process until stopped; answers each probe's latency. */
