@@ -9,6 +9,7 @@ const BENCHES: Record<string, string> = {
   throughput: 'bench/throughput.ts',
   enqueue: 'bench/enqueue.ts',
   scale: 'bench/scale.ts',
+  memory: 'bench/memory.ts',
 };
 
 /**

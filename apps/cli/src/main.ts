@@ -17,7 +17,7 @@ const USAGE = `usage: lanes <command> [options]
   cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
   unblock CARD_ID [--note TEXT]     release a needs-human card
   lanes                             lanes, slots, sandboxes, breakers
-  bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale) and print figures;
+  bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale, memory) and print figures;
                                     OPTIONS after -- go to the named benchmark (e.g. bench enqueue -- --rounds 5)
 
 Remote commands use LANES_API_URL (default http://127.0.0.1:$LANES_PORT or :3000) and LANES_API_TOKEN.`;
