@@ -67,7 +67,8 @@ local out = {}
 local made, hasBlocked = {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
-  if not states[i] and made[id] then states[i], before[i] = 'queued', lane end
+  -- An id made earlier in this batch is answered with the lane it was made on.
+  if not states[i] and made[id] then states[i], before[i] = 'queued', made[id] end
   if inMulti and (conflict or (states[i] and states[i] ~= 'queued')) then
     local job = qp .. ':' .. lane .. ':' .. id
     if redis.call('EXISTS', job) == 0 then
@@ -75,7 +76,7 @@ for i = 1, n do
       redis.call('SADD', KEYS[2], job)
     end
   elseif not states[i] then
-    made[id] = true
+    made[id] = lane
     local card = sp .. ':card:' .. id
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])

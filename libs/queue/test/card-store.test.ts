@@ -236,6 +236,17 @@ describe('CardStore on real Redis', () => {
     expect((await eventsOf(b.id)).map((e) => e.type)).toEqual(['card.queued', 'card.running']);
   });
 
+  it('createMany given one id twice makes one record and answers the second with the lane it was made on', async () => {
+    const a = newCard();
+    const out = await store.createMany([a, { ...a, lane: 'elsewhere', title: 'changed' }]);
+    expect(out).toEqual([
+      { created: true, state: 'queued', lane: a.lane },
+      { created: false, state: 'queued', lane: a.lane },
+    ]);
+    expect(await store.get(a.id)).toMatchObject({ title: a.title, lane: a.lane, state: 'queued' });
+    expect((await store.get(a.id))!.history).toHaveLength(1);
+  });
+
   it('a failed card stays failed: a later move out of it is refused and writes nothing', async () => {
     const card = newCard();
     await store.create(card);
