@@ -158,6 +158,9 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   }
 
   async function laneSweep(lane: LaneConfig, verdicts: Record<string, LivenessVerdict>, recent: StoredEvent[]): Promise<void> {
+    // Listed before the breaker is read: a worker opens the breaker before it blocks a card for an
+    // outage, so no listed card is judged on a breaker read older than its block.
+    const blocked = await store.blocked(lane.name);
     const breaker = await fleet.breaker(lane.name);
     const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
     const previous = await fleet.health(lane.name);
@@ -167,7 +170,6 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // A card blocked by a worker that died before re-driving it: re-drive once any live slot of the lane exists.
     const gate = evaluateRedriveGate({ breaker: breaker.state, slots: await fleet.slots(lane.name), liveness: verdicts });
     if (gate.action === 'hold') return;
-    const blocked = await store.blocked(lane.name);
     const decision = selectRedrive(
       blocked.map((b) => ({ ...b, lane: lane.name })),
       { type: 'sandbox-live', lane: lane.name },
