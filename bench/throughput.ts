@@ -35,6 +35,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import { cpuWaitBetween, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
 import type { ProbeReply, ProbeRequest } from './health-probe.js';
 import { startMonitor } from './monitor.js';
 
@@ -234,6 +235,8 @@ try {
   const delayMs = (us: number) => us / 1e3;
   /** This process's CPU (user + system, thread pool included) per card in each lanes round: the stack and the bench's client. */
   const lanesCpuMsPerCard: number[] = [];
+  /** The stack's main thread waiting for a CPU, and the box's CPU pressure, in each lanes round. */
+  const cpuWait: Array<CpuWaitReading & { wallMs: number }> = [];
   const perCard: { client: Map<string, number>; lua: Map<string, number>; trips: Map<string, number> } = { client: new Map(), lua: new Map(), trips: new Map() };
   try {
     // Warm-up, both sides, before any clock: every slot has a live sandbox and both code paths are JIT-warm.
@@ -247,8 +250,10 @@ try {
         const probed = probeHealth(t.stack.url!);
         const stopSampling = sampleLoopDelay(loopDelay);
         const cpu0 = process.cpuUsage();
+        const wait0 = readCpuWait();
         const ms = await lanesBatch(CARDS);
         const cpu = process.cpuUsage(cpu0);
+        cpuWait.push({ ...cpuWaitBetween(wait0, readCpuWait()), wallMs: ms });
         lanesCpuMsPerCard.push((cpu.user + cpu.system) / 1000 / CARDS);
         stopSampling();
         healthMs = healthMs.concat(await health.stop());
@@ -328,6 +333,12 @@ try {
   const ratio = median(ratios);
   const minRatio = Math.min(...ratios);
   const maxRatio = Math.max(...ratios);
+  const wallMs = cpuWait.reduce((a, w) => a + w.wallMs, 0);
+  /** A share of the lanes rounds' wall time, in %, or null where the box does not report it. */
+  const waitShare = (key: 'threadWaitMs' | 'boxSomeMs') =>
+    cpuWait.every((w) => w[key] !== undefined) ? Number(((100 * cpuWait.reduce((a, w) => a + w[key]!, 0)) / wallMs).toFixed(1)) : null;
+  const slices = cpuWait.reduce((a, w) => a + (w.threadSlices ?? 0), 0);
+  const perSliceUs = waitShare('threadWaitMs') === null || slices === 0 ? null : Number(((1e3 * cpuWait.reduce((a, w) => a + w.threadWaitMs!, 0)) / slices).toFixed(0));
   const sorted = (m: Map<string, number>) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Number(v.toFixed(2))]));
   Object.assign(result, {
     lanesCardsPerS: Number(lanesRate.toFixed(1)),
@@ -349,6 +360,9 @@ try {
     eventLoopDelayP50Ms: Number(delayMs(loopDelay.percentile(50)).toFixed(1)),
     eventLoopDelayP99Ms: Number(delayMs(loopDelay.percentile(99)).toFixed(1)),
     eventLoopDelayMaxMs: Number(delayMs(loopDelay.max).toFixed(1)),
+    stackThreadCpuWaitPct: waitShare('threadWaitMs'),
+    stackThreadCpuWaitPerSliceUs: perSliceUs,
+    boxCpuPressureSomePct: waitShare('boxSomeMs'),
     redisClientCommandsPerCard: Number(sum(perCard.client).toFixed(1)),
     redisLuaCommandsPerCard: Number(sum(perCard.lua).toFixed(1)),
     redisRoundTripsPerCard: Number(sum(perCard.trips).toFixed(1)),
@@ -378,6 +392,10 @@ try {
   console.log(
     `| the stack's event-loop delay in the lanes rounds, p50 / p99 / max | ${delayMs(loopDelay.percentile(50)).toFixed(1)} / ${delayMs(loopDelay.percentile(99)).toFixed(1)} / ${delayMs(loopDelay.max).toFixed(1)} ms | | | |`,
   );
+  console.log(
+    `| the stack's main thread runnable but without a CPU (share of the lanes rounds; mean wait per timeslice) | ${result.stackThreadCpuWaitPct ?? '-'} %; ${result.stackThreadCpuWaitPerSliceUs ?? '-'} µs | | | |`,
+  );
+  console.log(`| the box: some task waiting for a CPU (PSI "some", share of the lanes rounds) | ${result.boxCpuPressureSomePct ?? '-'} % | | | |`);
   const tripsPerCard = sum(perCard.trips);
   console.log(`| Redis round trips per card, POST → done | ${tripsPerCard.toFixed(1)} | | | ≤ 12 ${tripsPerCard <= 12 ? '✔' : '✘'} |`);
   console.log(`| this process's CPU per card in the lanes rounds (median) | ${median(lanesCpuMsPerCard).toFixed(2)} ms | | | |`);
