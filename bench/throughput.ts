@@ -24,6 +24,8 @@
  *    where the stack runs (the figure as first measured); and from a process of its own with a
  *    connection per probe, as a kubelet or a load balancer probes (bench/health-probe.ts); and this
  *    process's event-loop delay over the same rounds, the part of either that is the server's own.
+ *    The same prober also probes an idle node:http server in a process of its own, in turn with
+ *    lanes (bench/idle-healthz.ts): the box's own tail, measured at the same moments.
  */
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +39,7 @@ import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 import { cpuWaitBetween, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
 import type { ProbeReply, ProbeRequest } from './health-probe.js';
+import type { IdleHealthzReady } from './idle-healthz.js';
 import { startMonitor } from './monitor.js';
 
 const { values } = parseArgs({
@@ -178,15 +181,21 @@ const untilCompleted = (queue: string, n: number) =>
 
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
 // The kubelet-style /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
-// process's execArgv so it runs under tsx as this one does.
+// process's execArgv so it runs under tsx as this one does; and the control it probes beside lanes,
+// an idle node:http server in a process of its own (bench/idle-healthz.ts).
 const prober = fork(new URL('./health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
-/** Probes /healthz from the prober's process until stopped; answers each probe's latency. */
-function probeHealth(baseUrl: string): { stop: () => Promise<number[]> } {
-  prober.send({ start: `${baseUrl}/healthz`, intervalMs: HEALTH_POLL_MS } satisfies ProbeRequest);
+const idleServer = fork(new URL('./idle-healthz.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+const idleUrl = await new Promise<string>((resolve) => idleServer.once('message', (m: IdleHealthzReady) => resolve(`http://127.0.0.1:${m.port}/healthz`)));
+/**
+ * Probes lanes' /healthz and the idle server's in turn from the prober's process until stopped, each
+ * every HEALTH_POLL_MS; answers each one's latencies.
+ */
+function probeHealth(baseUrl: string): { stop: () => Promise<{ lanes: number[]; idle: number[] }> } {
+  prober.send({ start: [`${baseUrl}/healthz`, idleUrl], intervalMs: HEALTH_POLL_MS / 2 } satisfies ProbeRequest);
   return {
     stop: () =>
       new Promise((resolve, reject) => {
-        prober.once('message', (reply: ProbeReply) => ('error' in reply ? reject(new Error(reply.error)) : resolve(reply.latenciesMs)));
+        prober.once('message', (reply: ProbeReply) => ('error' in reply ? reject(new Error(reply.error)) : resolve({ lanes: reply.latenciesMs[0]!, idle: reply.latenciesMs[1]! })));
         prober.send({ stop: true } satisfies ProbeRequest);
       }),
   };
@@ -230,6 +239,7 @@ try {
   const rounds: Array<{ lanesMs: number; bareMs: number; ratio: number; first: 'lanes' | 'bare' }> = [];
   let healthMs: number[] = [];
   let probedMs: number[] = [];
+  let idleProbedMs: number[] = [];
   /** The event loop's delay in the lanes rounds, in µs. */
   const loopDelay = createHistogram();
   const delayMs = (us: number) => us / 1e3;
@@ -257,7 +267,9 @@ try {
         lanesCpuMsPerCard.push((cpu.user + cpu.system) / 1000 / CARDS);
         stopSampling();
         healthMs = healthMs.concat(await health.stop());
-        probedMs = probedMs.concat(await probed.stop());
+        const seen = await probed.stop();
+        probedMs = probedMs.concat(seen.lanes);
+        idleProbedMs = idleProbedMs.concat(seen.idle);
         return ms;
       };
       let lanesMs: number;
@@ -357,6 +369,9 @@ try {
     probedHealthzP50Ms: Number(pct(probedMs, 50).toFixed(1)),
     probedHealthzP99Ms: Number(pct(probedMs, 99).toFixed(1)),
     probedHealthzN: probedMs.length,
+    idleServerHealthzP50Ms: Number(pct(idleProbedMs, 50).toFixed(1)),
+    idleServerHealthzP99Ms: Number(pct(idleProbedMs, 99).toFixed(1)),
+    idleServerHealthzN: idleProbedMs.length,
     eventLoopDelayP50Ms: Number(delayMs(loopDelay.percentile(50)).toFixed(1)),
     eventLoopDelayP99Ms: Number(delayMs(loopDelay.percentile(99)).toFixed(1)),
     eventLoopDelayMaxMs: Number(delayMs(loopDelay.max).toFixed(1)),
@@ -387,7 +402,7 @@ try {
     `| \`/healthz\` during the run (n=${healthMs.length}), p50 / p99 | ${pct(healthMs, 50).toFixed(1)} / ${p99.toFixed(1)} ms | | | p99 ≤ 25 ms ${p99 <= 25 ? '✔' : '✘'} |`,
   );
   console.log(
-    `| the same, probed from a process of its own with a connection per probe (n=${probedMs.length}), p50 / p99 | ${pct(probedMs, 50).toFixed(1)} / ${pct(probedMs, 99).toFixed(1)} ms | | | |`,
+    `| the same, probed from a process of its own with a connection per probe (n=${probedMs.length}), p50 / p99; beside it, an idle server's (n=${idleProbedMs.length}) | ${pct(probedMs, 50).toFixed(1)} / ${pct(probedMs, 99).toFixed(1)} ms | ${pct(idleProbedMs, 50).toFixed(1)} / ${pct(idleProbedMs, 99).toFixed(1)} ms | p99 ${(pct(probedMs, 99) / pct(idleProbedMs, 99)).toFixed(2)}× | |`,
   );
   console.log(
     `| the stack's event-loop delay in the lanes rounds, p50 / p99 / max | ${delayMs(loopDelay.percentile(50)).toFixed(1)} / ${delayMs(loopDelay.percentile(99)).toFixed(1)} / ${delayMs(loopDelay.max).toFixed(1)} ms | | | |`,
@@ -411,6 +426,7 @@ try {
   console.log(`BENCH_JSON ${JSON.stringify({ bench: 'throughput', ...result })}`);
 } finally {
   if (prober.connected) prober.disconnect();
+  if (idleServer.connected) idleServer.disconnect();
   conn.disconnect();
   await redis.stop();
   rmSync(dir, { recursive: true, force: true });
