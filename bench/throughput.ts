@@ -35,6 +35,7 @@ import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 import { cpuWaitBetween, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
@@ -68,8 +69,10 @@ const BULK = 100;
 const LANE = 'bench';
 /** The completion poll; a finer poll would add load to the Redis being measured. */
 const POLL_MS = 10;
-/** Long enough to see several heartbeat and supervisor periods, so the background rate is stable. */
-const IDLE_WINDOW_MS = 3_000;
+/** The stack's heartbeat: `lanes up`'s own (the test stack beats 4 times as often, and sweeps as often). */
+const HEARTBEAT_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
+/** Whole heartbeat (and supervisor) periods, several of them, so the background rate is stable. */
+const IDLE_WINDOW_MS = 4 * HEARTBEAT_MS;
 const RUN_TIMEOUT_MS = 300_000;
 /** /healthz is asked this often during the timed run, as a load balancer would. */
 const HEALTH_POLL_MS = 20;
@@ -219,7 +222,10 @@ try {
   };
 
   // --- lanes: the whole stack, 4 slots, agent `true` ---
-  const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['true'] }], { sandboxDir: join(dir, 'stack') });
+  const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['true'] }], {
+    sandboxDir: join(dir, 'stack'),
+    heartbeatIntervalMs: HEARTBEAT_MS,
+  });
   const queue = queueName(LANE);
   let lanesSent = 0;
   /** Posts n cards in bulks of BULK and answers the time until all are completed. */
