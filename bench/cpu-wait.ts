@@ -47,3 +47,26 @@ export function cpuWaitBetween(before: CpuWaitReading, after: CpuWaitReading): C
     boxSomeMs: minus(after.boxSomeMs, before.boxSomeMs),
   };
 }
+
+export interface CpuWaitFigures {
+  /** The main thread's run-queue wait as a share of the wall time, in %. */
+  threadWaitPct: number | null;
+  /** The mean wait before each timeslice, in µs. */
+  threadWaitPerSliceUs: number | null;
+  /** The box's PSI "some" time as a share of the wall time, in %. */
+  boxSomePct: number | null;
+}
+
+/** The figures over several measured stretches (each a `cpuWaitBetween` and its wall time); null where a reading was missing. */
+export function cpuWaitFigures(stretches: ReadonlyArray<CpuWaitReading & { wallMs: number }>): CpuWaitFigures {
+  const total = (key: keyof CpuWaitReading) => (stretches.every((s) => s[key] !== undefined) ? stretches.reduce((a, s) => a + s[key]!, 0) : undefined);
+  const wallMs = stretches.reduce((a, s) => a + s.wallMs, 0);
+  const share = (ms: number | undefined) => (ms === undefined || wallMs === 0 ? null : Number(((100 * ms) / wallMs).toFixed(1)));
+  const waitMs = total('threadWaitMs');
+  const slices = total('threadSlices');
+  return {
+    threadWaitPct: share(waitMs),
+    threadWaitPerSliceUs: waitMs === undefined || !slices ? null : Math.round((1e3 * waitMs) / slices),
+    boxSomePct: share(total('boxSomeMs')),
+  };
+}

@@ -9,33 +9,17 @@
  * (apps/, libs/) or of a package that most of its samples pass through, and its top self-time
  * functions.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import { frameLabel as label, loadProfile } from './cpuprofile.js';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'min-ms': { type: 'string', default: '10' }, top: { type: 'string', default: '15' } } });
 const file = positionals[0];
 if (!file) throw new Error('usage: cpuprofile-stalls.ts <file.cpuprofile> [--min-ms M] [--top N]');
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const profile = loadProfile(file);
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
-const label = (n: ProfileNode) => {
-  const { functionName, url, lineNumber } = n.callFrame;
-  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(apps|libs|bench|test)\//, '$1/')}:${lineNumber + 1}` : '';
-  return `${functionName || '(anonymous)'}${where ? ` ${where}` : ''}`;
-};
 /** The outermost frame of a sample's stack that is lanes' code or a package's, not Node's internals. */
 const outermost = (id: number): string => {
   let found = '';

@@ -6,24 +6,13 @@
  * Self time is the sampled time a function was on top of the stack. `(idle)` is the process
  * waiting (for Redis, a child, a timer); `(program)` and `(garbage collector)` are V8's own.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  hitCount?: number;
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import { frameLabel, loadProfile } from './cpuprofile.js';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
 const file = positionals[0];
 if (!file) throw new Error('usage: cpuprofile-top.ts <file.cpuprofile> [--top N]');
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const profile = loadProfile(file);
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<string, number>();
 let totalUs = 0;
@@ -32,9 +21,7 @@ profile.samples.forEach((id, i) => {
   if (!node) return;
   const dt = profile.timeDeltas[i] ?? 0;
   totalUs += dt;
-  const { functionName, url, lineNumber } = node.callFrame;
-  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(apps|libs|bench|test)\//, '$1/')}:${lineNumber + 1}` : '';
-  const key = `${functionName || '(anonymous)'}${where ? ` ${where}` : ''}`;
+  const key = frameLabel(node);
   selfUs.set(key, (selfUs.get(key) ?? 0) + dt);
 });
 const top = [...selfUs].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top));

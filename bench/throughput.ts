@@ -38,7 +38,7 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
-import { cpuWaitBetween, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
+import { cpuWaitBetween, cpuWaitFigures, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
 import type { ProbeReply, ProbeRequest } from './health-probe.js';
 import type { IdleHealthzReady } from './idle-healthz.js';
 import { startMonitor } from './monitor.js';
@@ -351,12 +351,7 @@ try {
   const ratio = median(ratios);
   const minRatio = Math.min(...ratios);
   const maxRatio = Math.max(...ratios);
-  const wallMs = cpuWait.reduce((a, w) => a + w.wallMs, 0);
-  /** A share of the lanes rounds' wall time, in %, or null where the box does not report it. */
-  const waitShare = (key: 'threadWaitMs' | 'boxSomeMs') =>
-    cpuWait.every((w) => w[key] !== undefined) ? Number(((100 * cpuWait.reduce((a, w) => a + w[key]!, 0)) / wallMs).toFixed(1)) : null;
-  const slices = cpuWait.reduce((a, w) => a + (w.threadSlices ?? 0), 0);
-  const perSliceUs = waitShare('threadWaitMs') === null || slices === 0 ? null : Number(((1e3 * cpuWait.reduce((a, w) => a + w.threadWaitMs!, 0)) / slices).toFixed(0));
+  const waits = cpuWaitFigures(cpuWait);
   const sorted = (m: Map<string, number>) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Number(v.toFixed(2))]));
   Object.assign(result, {
     lanesCardsPerS: Number(lanesRate.toFixed(1)),
@@ -381,9 +376,9 @@ try {
     eventLoopDelayP50Ms: Number(delayMs(loopDelay.percentile(50)).toFixed(1)),
     eventLoopDelayP99Ms: Number(delayMs(loopDelay.percentile(99)).toFixed(1)),
     eventLoopDelayMaxMs: Number(delayMs(loopDelay.max).toFixed(1)),
-    stackThreadCpuWaitPct: waitShare('threadWaitMs'),
-    stackThreadCpuWaitPerSliceUs: perSliceUs,
-    boxCpuPressureSomePct: waitShare('boxSomeMs'),
+    stackThreadCpuWaitPct: waits.threadWaitPct,
+    stackThreadCpuWaitPerSliceUs: waits.threadWaitPerSliceUs,
+    boxCpuPressureSomePct: waits.boxSomePct,
     redisClientCommandsPerCard: Number(sum(perCard.client).toFixed(1)),
     redisLuaCommandsPerCard: Number(sum(perCard.lua).toFixed(1)),
     redisRoundTripsPerCard: Number(sum(perCard.trips).toFixed(1)),

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuWaitBetween, readCpuWait } from '../../bench/cpu-wait.js';
+import { cpuWaitBetween, cpuWaitFigures, readCpuWait } from '../../bench/cpu-wait.js';
 
 describe('bench/cpu-wait', () => {
   it.runIf(existsSync('/proc/thread-self/schedstat'))('reads the main thread: every sleep and wake-up is a new timeslice', async () => {
@@ -14,5 +14,19 @@ describe('bench/cpu-wait', () => {
   it('a figure missing from either reading stays missing', () => {
     const d = cpuWaitBetween({ threadWaitMs: 1, threadSlices: 2, boxSomeMs: undefined }, { threadWaitMs: 4, threadSlices: 7, boxSomeMs: 9 });
     expect(d).toEqual({ threadWaitMs: 3, threadSlices: 5, boxSomeMs: undefined });
+  });
+});
+
+describe('bench/cpu-wait figures', () => {
+  it('sums the stretches and divides by their wall time; a missing reading leaves its figure null', () => {
+    const figures = cpuWaitFigures([
+      { threadWaitMs: 30, threadSlices: 100, boxSomeMs: undefined, wallMs: 100 },
+      { threadWaitMs: 20, threadSlices: 50, boxSomeMs: 10, wallMs: 100 },
+    ]);
+    expect(figures).toEqual({ threadWaitPct: 25, threadWaitPerSliceUs: 333, boxSomePct: null });
+  });
+
+  it('nothing measured is null, not NaN', () => {
+    expect(cpuWaitFigures([])).toEqual({ threadWaitPct: null, threadWaitPerSliceUs: null, boxSomePct: null });
   });
 });
