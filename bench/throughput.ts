@@ -74,6 +74,8 @@ const HEARTBEAT_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
 /** Whole heartbeat (and supervisor) periods, several of them, so the background rate is stable. */
 const IDLE_WINDOW_MS = 4 * HEARTBEAT_MS;
 const RUN_TIMEOUT_MS = 300_000;
+/** A batch's jobs cannot finish before it starts; this margin covers clock reads a moment apart. */
+const COMPLETED_LOOKBACK_MS = 1_000;
 /** /healthz is asked this often during the timed run, as a load balancer would. */
 const HEALTH_POLL_MS = 20;
 const LOOP_DELAY_SAMPLE_MS = 5;
@@ -178,9 +180,29 @@ function sharedBareWorker(url: string): BareWorker {
 const redis = await startRedis();
 const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-throughput-'));
 const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
-const completed = (queue: string) => conn.zcard(`${QUEUE_PREFIX}:${queue}:completed`);
-const untilCompleted = (queue: string, n: number) =>
-  waitFor(`${n} completed on ${queue}`, async () => (await completed(queue)) >= n || undefined, { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS });
+/**
+ * Waits until every job of `ids` is completed. The completed set keeps only the newest 10,000 jobs
+ * (lanes' retention), so a count of it stops growing in a long run: each poll reads only the jobs
+ * finished since the last one (the set's score is the finish time) and strikes them off.
+ */
+async function untilCompleted(queue: string, ids: Iterable<string>): Promise<void> {
+  const pending = new Set(ids);
+  const key = `${QUEUE_PREFIX}:${queue}:completed`;
+  // Jobs finished in the same millisecond as the last one read are read again: harmless.
+  let since = Date.now() - COMPLETED_LOOKBACK_MS;
+  await waitFor(
+    `${pending.size} more completed on ${queue}`,
+    async () => {
+      const fresh = await conn.zrangebyscore(key, since, '+inf', 'WITHSCORES');
+      for (let i = 0; i < fresh.length; i += 2) {
+        pending.delete(fresh[i]!);
+        since = Math.max(since, Number(fresh[i + 1]));
+      }
+      return pending.size === 0 || undefined;
+    },
+    { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS },
+  );
+}
 
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
 // The kubelet-style /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
@@ -211,13 +233,16 @@ try {
   /** Feeds n jobs in bulks of BULK and answers the time until all are completed. */
   const bareBatch = async (n: number): Promise<number> => {
     const t0 = performance.now();
+    const ids: string[] = [];
     for (let i = 0; i < n; i += BULK) {
       const count = Math.min(BULK, n - i);
       const from = bareSent;
       bareSent += count;
-      await bareQueue!.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${from + k}` } })));
+      const jobs = Array.from({ length: count }, (_, k) => ({ name: 'card', data: { title: 'trivial' }, opts: { jobId: `bare-${from + k}` } }));
+      for (const job of jobs) ids.push(job.opts.jobId);
+      await bareQueue!.addBulk(jobs);
     }
-    await untilCompleted('bare', bareSent);
+    await untilCompleted('bare', ids);
     return performance.now() - t0;
   };
 
@@ -231,15 +256,17 @@ try {
   /** Posts n cards in bulks of BULK and answers the time until all are completed. */
   const lanesBatch = async (n: number, prefix = 'card'): Promise<number> => {
     const t0 = performance.now();
+    const ids: string[] = [];
     for (let i = 0; i < n; i += BULK) {
       const count = Math.min(BULK, n - i);
       const from = lanesSent;
       lanesSent += count;
       const cards = Array.from({ length: count }, (_, k) => ({ id: `${prefix}-${from + k}`, lane: LANE, title: 'trivial' }));
+      for (const card of cards) ids.push(card.id);
       const res = await t.api.request('POST', '/v1/cards', { cards });
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
     }
-    await untilCompleted(queue, lanesSent);
+    await untilCompleted(queue, ids);
     return performance.now() - t0;
   };
   const rounds: Array<{ lanesMs: number; bareMs: number; ratio: number; first: 'lanes' | 'bare' }> = [];
@@ -320,11 +347,10 @@ try {
       counts = { client: new Map(), lua: new Map() };
       trips = new Map();
       const runT0 = performance.now();
-      const base = lanesSent;
       for (let i = 0; i < RT_CARDS; i++) {
         const res = await t.api.request('POST', '/v1/cards', { id: `rt-${i}`, lane: LANE, title: 'trivial' });
         if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-        await untilCompleted(queue, base + i + 1);
+        await untilCompleted(queue, [`rt-${i}`]);
       }
       const runMs = performance.now() - runT0;
       tripsOn = false;
