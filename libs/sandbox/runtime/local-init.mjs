@@ -234,8 +234,7 @@ if (TRASH_DIR) {
   setInterval(async () => {
     if (sweeping || ending) return;
     sweeping = true;
-    // Never a rejection: an unhandled one would end the init, and with it the sandbox.
-    const errors = await emptyTrash(TRASH_DIR).catch((error) => [error]);
+    const errors = await emptyTrash(TRASH_DIR);
     sweeping = false;
     // Left for the next sweep; said once per sweep, where the host keeps the init's stderr.
     if (errors.length > 0) process.stderr.write(`lanes-init: could not empty the trash: ${errors[0]?.message ?? errors[0]}\n`);
