@@ -9,7 +9,6 @@ import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { killTree } from './kill-escalation.mjs';
 import { findByEnvEntry } from './proc.mjs';
-import { TRASH_SWEEP_INTERVAL_MS, emptyTrash } from './trash.mjs';
 
 const SANDBOX_ID = process.env.LANES_SANDBOX_ID ?? 'unknown';
 const WORKDIR = process.env.LANES_SANDBOX_WORKDIR || process.cwd();
@@ -35,11 +34,8 @@ const END_SWEEP_INTERVAL_MS = 10;
 const END_SWEEP_LIMIT_MS = 500;
 
 const LIFELINE_FD = Number(process.env[LIFELINE_FD_ENV] ?? '-1');
-/** Where the host moves discarded trees (cards' directories) for us to remove. */
-const TRASH_DIR = process.env.LANES_SANDBOX_TRASH;
-// Commands have no use for them.
+// Commands have no use for it.
 delete process.env[LIFELINE_FD_ENV];
-delete process.env.LANES_SANDBOX_TRASH;
 
 // Once the host is gone (worker SIGKILLed) writes fail with EPIPE. The sandbox must survive that so
 // the supervisor can reap it by id, so channel errors are swallowed, never fatal.
@@ -226,19 +222,6 @@ if (LIFELINE_FD >= 0) {
     process.stderr.write(`lanes-init: cannot watch lifeline fd ${LIFELINE_FD}: ${error?.message ?? error}\n`);
     process.exit(HOST_GONE_EXIT_CODE);
   }
-}
-
-if (TRASH_DIR) {
-  // One sweep at a time: a large tree may take longer than the interval.
-  let sweeping = false;
-  setInterval(async () => {
-    if (sweeping || ending) return;
-    sweeping = true;
-    const errors = await emptyTrash(TRASH_DIR);
-    sweeping = false;
-    // Left for the next sweep; said once per sweep, where the host keeps the init's stderr.
-    if (errors.length > 0) process.stderr.write(`lanes-init: could not empty the trash: ${errors[0]?.message ?? errors[0]}\n`);
-  }, TRASH_SWEEP_INTERVAL_MS);
 }
 
 if (LIFETIME_MS > 0) {

@@ -1,8 +1,9 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HostTrash, SYNC_FILE_MAX_BYTES, readHostFile, writeHostFile } from '../src/local/host-files.js';
+import { HostTrash, SYNC_FILE_MAX_BYTES, SYNC_REMOVE_MAX_ENTRIES, readHostFile, writeHostFile } from '../src/local/host-files.js';
 
 describe('host files of a local sandbox', () => {
   const dirs: string[] = [];
@@ -28,32 +29,46 @@ describe('host files of a local sandbox', () => {
     }
   }
 
-  it('discard moves the tree into the trash whole: its path is free at once and can be made again', async () => {
+  it('a small tree is gone when discard returns, and its path is free', async () => {
     const base = await tempDir();
     const trash = new HostTrash(join(base, 'trash'));
     await tree(join(base, 'card'), 20);
     await trash.discard(join(base, 'card'));
     expect(await exists(join(base, 'card'))).toBe(false);
-    const [aside, ...more] = await readdir(join(base, 'trash'));
-    expect(more).toEqual([]);
-    expect(await readdir(join(base, 'trash', aside!))).toHaveLength(7);
-    // Made again and discarded again: the second tree gets a name of its own beside the first.
-    await tree(join(base, 'card'), 1);
-    await trash.discard(join(base, 'card'));
-    expect(await readdir(join(base, 'trash'))).toHaveLength(2);
+    expect(await readdir(join(base, 'trash'))).toEqual([]);
   });
 
-  it('a link as the discarded path is moved itself: what it points at is untouched', async () => {
+  it(`a tree of more than ${SYNC_REMOVE_MAX_ENTRIES} entries frees its path at once and is removed in the background`, async () => {
+    const base = await tempDir();
+    const trash = new HostTrash(join(base, 'trash'));
+    await tree(join(base, 'repo'), SYNC_REMOVE_MAX_ENTRIES * 2);
+    await trash.discard(join(base, 'repo'));
+    // Past the bound nothing was removed synchronously: the whole tree sits in the trash for now.
+    expect(readdirSync(join(base, 'trash'))).toHaveLength(1);
+    expect(await exists(join(base, 'repo'))).toBe(false);
+    // Made again at once, as a reset does: the background removal must not touch it.
+    await mkdir(join(base, 'repo'));
+    await writeFile(join(base, 'repo', 'new'), 'kept');
+    await trash.settled();
+    expect(await readdir(join(base, 'trash'))).toEqual([]);
+    expect(await readFile(join(base, 'repo', 'new'), 'utf8')).toBe('kept');
+  });
+
+  it('links are removed, never followed: what they point at is untouched', async () => {
     const base = await tempDir();
     const elsewhere = await tempDir();
     await writeFile(join(elsewhere, 'keep.txt'), 'kept');
     const trash = new HostTrash(join(base, 'trash'));
+    // The discarded path itself a link, and a link inside a discarded directory.
     await symlink(elsewhere, join(base, 'link'));
+    await mkdir(join(base, 'card'));
+    await symlink(elsewhere, join(base, 'card', 'inner-link'));
     await trash.discard(join(base, 'link'));
+    await trash.discard(join(base, 'card'));
     expect(await exists(join(base, 'link'))).toBe(false);
-    const [aside] = await readdir(join(base, 'trash'));
-    expect((await lstat(join(base, 'trash', aside!))).isSymbolicLink()).toBe(true);
+    expect(await exists(join(base, 'card'))).toBe(false);
     expect(await readFile(join(elsewhere, 'keep.txt'), 'utf8')).toBe('kept');
+    expect(await readdir(join(base, 'trash'))).toEqual([]);
   });
 
   it('a missing path is nothing to discard', async () => {

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
@@ -7,11 +7,12 @@ import { dirname, join } from 'node:path';
  * `fs` call hands each system call to libuv's thread pool and back: two thread wake-ups that cost
  * the worker more than the call itself (about 50 µs each on a 2-core VM, against a few µs for the
  * call; bench/README.md). A card's reset, card file and result are a dozen such calls, so they are
- * made synchronously, as long as each is bounded: files up to SYNC_FILE_MAX_BYTES. A larger one (a
- * big result) goes the async way, so the event loop (lock renewals, heartbeats) never waits on it;
- * trees are only moved aside here (HostTrash), never removed.
+ * made synchronously, as long as each is bounded: files up to SYNC_FILE_MAX_BYTES, trees up to
+ * SYNC_REMOVE_MAX_ENTRIES entries. Anything larger (a cloned repository, a big result) goes the
+ * async way, so the event loop (lock renewals, heartbeats) never waits on it.
  */
 export const SYNC_FILE_MAX_BYTES = 1024 * 1024;
+export const SYNC_REMOVE_MAX_ENTRIES = 256;
 
 /** Writes the file; a missing parent directory is made. */
 export async function writeHostFile(path: string, data: string | Uint8Array): Promise<void> {
@@ -45,31 +46,68 @@ export async function readHostFile(path: string): Promise<Buffer | undefined> {
 }
 
 /**
- * Moves trees out of the way at once: one rename into the sandbox's trash, which sits in the
- * sandbox's own directory (same file system, outside its workdir). The sandbox's init empties it in
- * the background (runtime/trash.mjs), so no removal ever runs on this event loop; the trash goes with
- * the sandbox's directory when the sandbox is terminated.
+ * Moves trees out of the way at once and removes them: a rename, then up to
+ * SYNC_REMOVE_MAX_ENTRIES entries removed synchronously, and what is left in the background. The
+ * trash sits in the sandbox's own directory (same file system, outside its workdir), so it goes
+ * with the sandbox whatever happens to the background removal.
  */
 export class HostTrash {
   private next = 0;
+  private background: Promise<void> = Promise.resolve();
 
-  constructor(private readonly dir: string) {}
+  constructor(
+    private readonly dir: string,
+    private readonly onError?: (label: string, error: unknown) => void,
+  ) {}
 
   /** The path is free when this resolves (at once, but on another file system); a missing path is fine. */
   async discard(path: string): Promise<void> {
+    mkdirSync(this.dir, { recursive: true });
     const aside = join(this.dir, `${process.pid}-${this.next++}`);
     try {
       renameSync(path, aside);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && !existsSync(this.dir)) {
-        mkdirSync(this.dir, { recursive: true });
-        return this.discard(path);
-      }
       if (code === 'ENOENT') return;
       if (code !== 'EXDEV') throw error;
       // A mount inside the workdir cannot be moved aside: removed where it is, as before.
       await rm(path, { recursive: true, force: true });
+      return;
     }
+    if (!removeBounded(aside, { left: SYNC_REMOVE_MAX_ENTRIES })) this.later(aside);
   }
+
+  /** Resolves when every background removal so far has settled. */
+  settled(): Promise<void> {
+    return this.background;
+  }
+
+  private later(path: string): void {
+    this.background = this.background.then(() => rm(path, { recursive: true, force: true }).catch((error: unknown) => this.onError?.('remove discarded tree', error)));
+  }
+}
+
+/** Removes the tree if it has at most `budget.left` entries; false (part of it left) otherwise. */
+function removeBounded(path: string, budget: { left: number }): boolean {
+  // A link is removed, never followed: what it points at may be outside the sandbox.
+  if (!lstatSync(path).isDirectory()) {
+    unlinkSync(path);
+    return true;
+  }
+  return removeDirBounded(path, budget);
+}
+
+function removeDirBounded(dir: string, budget: { left: number }): boolean {
+  const entries = readdirSync(dir, { withFileTypes: true });
+  if (entries.length > budget.left) return false;
+  for (const entry of entries) {
+    budget.left--;
+    const child = join(dir, entry.name);
+    // Entry types come from the directory itself (lstat's view): a link to a directory is a link.
+    if (entry.isDirectory()) {
+      if (!removeDirBounded(child, budget)) return false;
+    } else unlinkSync(child);
+  }
+  rmdirSync(dir);
+  return true;
 }

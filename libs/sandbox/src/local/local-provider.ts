@@ -16,7 +16,7 @@ import { childrenOf, isAlive, readStat } from '../proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from '../provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from '../sandbox-reaper.js';
 import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
-import { isValidSandboxId, listRecords, readRecord, sandboxDir, trashDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
+import { isValidSandboxId, listRecords, readRecord, sandboxDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
 
 /** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
 export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.mjs', import.meta.url));
@@ -112,13 +112,12 @@ export class LocalSandboxProvider implements SandboxProvider {
     const dir = sandboxDir(this.baseDir, id);
     const workdir = join(dir, 'work');
     await mkdir(workdir, { recursive: true });
-    await mkdir(trashDir(dir));
     const isolation = this.isolation;
 
     const { command, args } = rootCommand(isolation, this.initCommand);
     const root = spawn(command, args, {
       cwd: workdir,
-      env: this.sandboxEnv(spec, id, workdir, trashDir(dir)),
+      env: this.sandboxEnv(spec, id, workdir),
       // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
       detached: true,
       // fd 3 is the lifeline: the init reads EOF on it when this process dies, however it dies.
@@ -218,14 +217,13 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.handles.clear();
   }
 
-  private sandboxEnv(spec: SandboxSpec, id: string, workdir: string, trash: string): NodeJS.ProcessEnv {
+  private sandboxEnv(spec: SandboxSpec, id: string, workdir: string): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {
       ...this.baseEnv,
       ...spec.env,
       [SANDBOX_ID_ENV]: id,
       LANES_SANDBOX_WORKDIR: workdir,
       LANES_SANDBOX_LIFELINE_FD: String(LIFELINE_FD),
-      LANES_SANDBOX_TRASH: trash,
     };
     if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
     return env;

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { PollResult } from '@lanes/contracts';
 import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 import { KILL_SWEEP_LIMIT_MS } from '../../runtime/kill-escalation.mjs';
@@ -16,7 +16,7 @@ import { isAlive } from '../proc.js';
 import type { ExecOptions, ExecResult, OutputStream, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { resetResult, resetTargets } from '../reset-dirs.js';
 import { reapSandbox } from '../sandbox-reaper.js';
-import { trashDir, type SandboxRecord } from './sandbox-registry.js';
+import type { SandboxRecord } from './sandbox-registry.js';
 
 /**
  * live → exited (the root died on its own) | terminated (terminate() was called) | detached
@@ -73,7 +73,7 @@ export class LocalSandbox implements SandboxHandle {
   private readonly trash: HostTrash;
 
   constructor(private readonly params: LocalSandboxParams) {
-    this.trash = new HostTrash(trashDir(params.dir));
+    this.trash = new HostTrash(join(params.dir, 'trash'), params.onCleanupError);
     this.id = params.record.id;
     this.pid = params.record.rootPid;
     this.workdir = params.record.workdir;
@@ -177,6 +177,7 @@ export class LocalSandbox implements SandboxHandle {
       await bestEffort('await root exit', () => withDeadline(this.params.rootExited, ROOT_EXIT_SETTLE_MS), this.params.onCleanupError);
     }
     this.params.channel.close();
+    await this.trash.settled();
     await bestEffort('remove sandbox dir', () => rm(this.params.dir, { recursive: true, force: true }), this.params.onCleanupError);
     this.params.onTerminated(this.id);
     if (survivors.length > 0) this.params.onCleanupError?.('terminate', new Error(`processes survived SIGKILL: ${survivors.join(' ')}`));

@@ -41,11 +41,6 @@ export function sandboxDir(baseDir: string, id: string): string {
   return join(baseDir, id);
 }
 
-/** Where the host moves discarded trees and the sandbox's init removes them: beside the workdir. */
-export function trashDir(sandboxDirPath: string): string {
-  return join(sandboxDirPath, 'trash');
-}
-
 /** Atomic (write + rename) so a reader in another process never sees half a record. */
 export async function writeRecord(baseDir: string, record: SandboxRecord): Promise<void> {
   const dir = sandboxDir(baseDir, record.id);
