@@ -29,6 +29,19 @@ describe('LaneQueues on real Redis', () => {
     await server?.stop();
   });
 
+  /**
+   * A BullMQ worker that fetches by hand, on a connection of its own. BullMQ leaves a connection it
+   * was given open, so both are closed after the test: a connection left behind would reconnect to
+   * the stopped server for the rest of the run.
+   */
+  function handWorker(laneName: string): Worker {
+    const connection = createRedis(server.url);
+    closers.push(async () => connection.disconnect());
+    const worker = new Worker(laneName, null, { connection, prefix: QUEUE_PREFIX, autorun: false });
+    closers.push(() => worker.close());
+    return worker;
+  }
+
   /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
   function laneQueues() {
     const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3 });
@@ -298,8 +311,7 @@ describe('LaneQueues on real Redis', () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
     await queues.enqueue(c);
-    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
-    closers.push(() => worker.close());
+    const worker = handWorker(lane.name);
     const job = await worker.getNextJob('test-token');
     expect(job?.id).toBe(c.id);
     expect(await store.transition(c, { to: 'running', attempt: 1, sandboxId: 'sb-1' }, { kind: 'run', token: 'test-token' })).toMatchObject({ ok: true });
@@ -389,8 +401,7 @@ describe('LaneQueues on real Redis', () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
     await queues.enqueue(c);
-    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
-    closers.push(() => worker.close());
+    const worker = handWorker(lane.name);
     expect((await worker.getNextJob('test-token'))?.id).toBe(c.id);
     // The worker recorded blocked but has not moved the job to delayed yet.
     await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, { kind: 'run', token: 'test-token' });
@@ -405,8 +416,7 @@ describe('LaneQueues on real Redis', () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
     await queues.enqueue(c);
-    const worker = new Worker(lane.name, null, { connection: createRedis(server.url), prefix: QUEUE_PREFIX, autorun: false });
-    closers.push(() => worker.close());
+    const worker = handWorker(lane.name);
     const job = (await worker.getNextJob('test-token'))!;
     await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, { kind: 'run', token: 'test-token' });
 
