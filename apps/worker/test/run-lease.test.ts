@@ -19,12 +19,18 @@ describe('RunLease on real Redis', () => {
   let redis: Redis;
   let queue: Queue;
   let worker: Worker;
+  /** Every connection opened here: BullMQ leaves a connection it was given open, so they are closed here. */
+  const connections: Redis[] = [];
   const lane = `lease-${randomBytes(3).toString('hex')}`;
 
   beforeAll(async () => {
     server = await startRedis({ appendonly: true });
     // One test kills Redis: every connection expects errors while it is away.
-    const quiet = () => createRedis(server.url).on('error', () => undefined);
+    const quiet = () => {
+      const connection = createRedis(server.url).on('error', () => undefined);
+      connections.push(connection);
+      return connection;
+    };
     redis = quiet();
     queue = new Queue(lane, { connection: quiet(), prefix: QUEUE_PREFIX });
     worker = new Worker(lane, null, { connection: quiet(), prefix: QUEUE_PREFIX, autorun: false, lockDuration: LOCK_DURATION_MS });
@@ -34,7 +40,7 @@ describe('RunLease on real Redis', () => {
   afterAll(async () => {
     await worker?.close(true);
     await queue?.close();
-    redis?.disconnect();
+    for (const connection of connections) connection.disconnect();
     await server?.stop();
   });
 
