@@ -20,7 +20,6 @@ import {
   verdictsByWorker,
   type BeatObservation,
   type ListedSandbox,
-  type VerdictMemo,
 } from '@lanes/supervision';
 
 /** One sweep per heartbeat: an orphan is reaped within two heartbeat periods of its owner's last beat. */
@@ -76,8 +75,6 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const { redis, lanes } = options;
   const events = new EventLog(redis);
   const recentEvents = new EventWindow(events, FLEET_WINDOW_MS, RECENT_EVENTS);
-  /** The window's events stay the same objects from sweep to sweep: each is judged once. */
-  const verdictMemo: VerdictMemo = new WeakMap();
   const store = new CardStore({ redis, events, now });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
@@ -165,7 +162,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // outage, so no listed card is judged on a breaker read older than its block.
     const blocked = await store.blocked(lane.name);
     const breaker = await fleet.breaker(lane.name);
-    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name, verdictMemo) }, now(), FLEET_WINDOW_MS);
+    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
     const previous = await fleet.health(lane.name);
     await fleet.putHealth(lane.name, { status: health.status, reason: health.reason, at: new Date(now()).toISOString() });
     if (previous?.status !== health.status) log.info({ lane: lane.name, event: 'lane.health', status: health.status, reason: health.reason }, 'lane.health');

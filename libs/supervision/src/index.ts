@@ -55,7 +55,7 @@ export {
   type TrackedWorker,
 } from './liveness.js';
 export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
-export { slotVerdictsOf, type VerdictEvent, type VerdictMemo } from './slot-verdicts.js';
+export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {
   DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
   evaluateFleet,
