@@ -254,14 +254,14 @@ try {
   const queue = queueName(LANE);
   let lanesSent = 0;
   /** Posts n cards in bulks of BULK and answers the time until all are completed. */
-  const lanesBatch = async (n: number, prefix = 'card'): Promise<number> => {
+  const lanesBatch = async (n: number): Promise<number> => {
     const t0 = performance.now();
     const ids: string[] = [];
     for (let i = 0; i < n; i += BULK) {
       const count = Math.min(BULK, n - i);
       const from = lanesSent;
       lanesSent += count;
-      const cards = Array.from({ length: count }, (_, k) => ({ id: `${prefix}-${from + k}`, lane: LANE, title: 'trivial' }));
+      const cards = Array.from({ length: count }, (_, k) => ({ id: `card-${from + k}`, lane: LANE, title: 'trivial' }));
       for (const card of cards) ids.push(card.id);
       const res = await t.api.request('POST', '/v1/cards', { cards });
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
