@@ -93,8 +93,7 @@ export class CardStore {
    */
   async createMany(cards: readonly Card[]): Promise<CreateOutcome[]> {
     if (cards.length === 0) return [];
-    const at = new Date(this.deps.now()).toISOString();
-    const reply = parseEnqueueReply(await this.deps.redis.lanesEnqueue(...enqueueArgs(cards, at, EVENT_STREAM_MAX_LEN, 'each')), cards.length);
+    const reply = parseEnqueueReply(await this.deps.redis.lanesEnqueue(...enqueueArgs(cards, this.deps.now(), EVENT_STREAM_MAX_LEN, 'each')), cards.length);
     return cards.map((card, i) => {
       const before = reply.before[i];
       return before ? { created: false, state: before.state, lane: before.lane } : { created: true, state: 'queued', lane: card.lane };

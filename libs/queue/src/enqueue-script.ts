@@ -2,24 +2,27 @@ import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
 import { CardStateSchema, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
+import { WRITE_STANDARD_JOB_LUA } from './standard-job.js';
 
 /**
  * `lanesEnqueue` is the one writer of new card records: record, first history entry and
  * `card.queued` event, or nothing for an id that exists. It runs in one of two modes (ARGV 7):
  *   - `each`: the records alone (`CardStore.create`). Each card stands alone: an existing id is
  *     answered with its state and lane and left as it is.
- *   - `multi`: inside an enqueue's MULTI, described next.
+ *   - `enqueue`: records and jobs, the batch whole or not at all, described next.
  *
- * An enqueue is one MULTI: `lanesEnqueue` (this file), then BullMQ's own add of every card's job,
- * then `lanesEnqueueRelease`. One round trip, and atomic: no other client sees a record without
- * its job, or the guards below.
+ * An enqueue writes each card's record and its BullMQ job atomically: no other client sees a
+ * record without its job. A plain card's job is written by this script itself
+ * (`writeStandardJob`, standard-job.ts), so a batch of plain cards is this one call. A card whose
+ * job BullMQ must add (a prioritized card) makes the enqueue one MULTI instead: this script, then
+ * BullMQ's own add of each such card's job, then `lanesEnqueueRelease`.
  *
- * BullMQ's add is a no-op when the job's key exists (a duplicate). `lanesEnqueue` uses that to
- * keep an add out where the card must not get a job: it puts a guard hash at that job key, and
+ * BullMQ's add is a no-op when the job's key exists (a duplicate). This script uses that to keep
+ * such an add out where the card must not get a job: it puts a guard hash at that job key, and
  * `lanesEnqueueRelease` deletes the guards after the adds. A card gets a job only if
  *   - it is new (its record is written here), or
  *   - its record is queued and its job is gone (a crash between the two writes before enqueues
- *     were one MULTI): the add repairs it.
+ *     were atomic): the job is written again.
  * A card whose record is in any other state (running, blocked, done, failed, cancelled) is never
  * given a job, even when BullMQ has removed its finished job (removeOnComplete/removeOnFail).
  * When any id of the batch belongs to a card on another lane, nothing is written and every add of
@@ -27,27 +30,32 @@ import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
  *
  * lanesEnqueue KEYS: 1 event stream, 2 guard set.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
- *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB card JSON NEWLINE`, 7 mode.
+ *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB job options TAB card JSON
+ *   NEWLINE`, where the job options (JSON) are '' unless this script writes the card's job,
+ *   7 mode, 8 time (epoch ms, the job's timestamp).
  * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
- * NEWLINE only ever separate. One argument instead of nine per card: ioredis and Redis both pay per
- * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead.
+ * NEWLINE only ever separate. One argument instead of ten per card: ioredis and Redis both pay per
+ * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead. The
+ * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
  * `state/lane` as it was before.
  */
-const ENQUEUE_LUA = `
+const ENQUEUE_LUA = `${WRITE_STANDARD_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
-local inMulti = ARGV[7] == 'multi'
+local inMulti = ARGV[7] == 'enqueue'
 local batch = ARGV[6]
-local ids, lanes, cbs, jsons = {}, {}, {}, {}
+local ids, lanes, cbs, jobOpts, jsons = {}, {}, {}, {}, {}
 local pos, n = 1, 0
 while pos <= #batch do
   local t1 = string.find(batch, '\\t', pos, true)
   local t2 = string.find(batch, '\\t', t1 + 1, true)
   local t3 = string.find(batch, '\\t', t2 + 1, true)
-  local nl = string.find(batch, '\\n', t3 + 1, true)
+  local t4 = string.find(batch, '\\t', t3 + 1, true)
+  local nl = string.find(batch, '\\n', t4 + 1, true)
   n = n + 1
   ids[n], lanes[n] = string.sub(batch, pos, t1 - 1), string.sub(batch, t1 + 1, t2 - 1)
-  cbs[n], jsons[n] = string.sub(batch, t2 + 1, t3 - 1), string.sub(batch, t3 + 1, nl - 1)
+  cbs[n], jobOpts[n] = string.sub(batch, t2 + 1, t3 - 1), string.sub(batch, t3 + 1, t4 - 1)
+  jsons[n] = string.sub(batch, t4 + 1, nl - 1)
   pos = nl + 1
 end
 local states, before = {}, {}
@@ -64,19 +72,22 @@ for i = 1, n do
   end
 end
 local out = {}
-local made, hasBlocked = {}, {}
+local made, madeHere, hasBlocked = {}, {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
+  -- The job is written here (plain card), or added by BullMQ after this script.
+  local here = jobOpts[i] ~= ''
   -- An id made earlier in this batch is answered with the lane it was made on.
-  if not states[i] and made[id] then states[i], before[i] = 'queued', made[id] end
+  local again = not states[i] and made[id]
+  if again then states[i], before[i] = 'queued', made[id] end
   if inMulti and (conflict or (states[i] and states[i] ~= 'queued')) then
     local job = qp .. ':' .. lane .. ':' .. id
-    if redis.call('EXISTS', job) == 0 then
+    if not here and redis.call('EXISTS', job) == 0 then
       redis.call('HSET', job, 'lanesEnqueueGuard', '1')
       redis.call('SADD', KEYS[2], job)
     end
   elseif not states[i] then
-    made[id] = lane
+    made[id], madeHere[id] = lane, here
     local card = sp .. ':card:' .. id
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
@@ -87,6 +98,11 @@ for i = 1, n do
     if hasBlocked[lane] then redis.call('ZREM', blocked, id) end
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e',
       '{"type":"card.queued","at":"' .. at .. '","lane":"' .. lane .. '","cardId":"' .. id .. '"}')
+    if here then writeStandardJob(qp, lane, id, jsons[i], jobOpts[i], ARGV[8]) end
+  elseif here and not (again and not madeHere[id]) then
+    -- Queued: its job again if it is gone (a repair), else a duplicate, as BullMQ's add answers one.
+    -- An id whose job BullMQ adds after this script (made earlier in the batch) is left to that add.
+    writeStandardJob(qp, lane, id, jsons[i], jobOpts[i], ARGV[8])
   end
   out[i] = states[i] and (states[i] .. '/' .. before[i]) or ''
 end
@@ -122,15 +138,20 @@ export function defineEnqueueScripts(redis: Redis): void {
   redis.defineCommand(ENQUEUE_RELEASE_SCRIPT, { numberOfKeys: 1, lua: RELEASE_LUA });
 }
 
-/** `multi`: inside an enqueue's MULTI, with guards and whole-batch refusal; `each`: the records alone. */
-export type EnqueueMode = 'multi' | 'each';
+/** `enqueue`: records and jobs, with guards and whole-batch refusal; `each`: the records alone. */
+export type EnqueueMode = 'enqueue' | 'each';
 
-/** The arguments of `lanesEnqueue` (numkeys first). */
-export function enqueueArgs(cards: readonly Card[], at: string, eventStreamMaxLen: number, mode: EnqueueMode): Array<string | number> {
+/**
+ * The arguments of `lanesEnqueue` (numkeys first). `jobOpts[i]`: the options of card i's job when
+ * the script is to write it (standard-job.ts), '' when not; none in `each` mode.
+ */
+export function enqueueArgs(cards: readonly Card[], nowMs: number, eventStreamMaxLen: number, mode: EnqueueMode, jobOpts: readonly string[] = []): Array<string | number> {
+  const at = new Date(nowMs).toISOString();
   let batch = '';
-  for (const card of cards) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${JSON.stringify(card)}\n`;
+  for (const [i, card] of cards.entries())
+    batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${mode === 'enqueue' ? (jobOpts[i] ?? '') : ''}\t${JSON.stringify(card)}\n`;
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
-  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode];
+  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs];
 }
 
 /** What each card was before this enqueue: undefined when it is new. */

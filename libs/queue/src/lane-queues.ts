@@ -5,6 +5,7 @@ import type { CardStore } from './card-store.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
+import { standardJobOpts } from './standard-job.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
 /** A worker moves a blocked card's job to delayed within milliseconds of recording it blocked. */
@@ -80,13 +81,15 @@ export class LaneQueues {
   }
 
   /**
-   * Enqueues validated cards. Several go in one MULTI, one round trip: the records (lanesEnqueue),
-   * every card's job through BullMQ's own add, and the release of the guards that keep an add out
-   * where the card must get no job (see enqueue-script.ts). A batch with an id already on another
-   * lane is refused whole, with nothing written; no record is left without its job.
+   * Enqueues validated cards, records and jobs atomically (see enqueue-script.ts). A plain card's
+   * job is written by the record script itself (standard-job.ts), so a batch of plain cards, or a
+   * single one, is one script call. A batch with a card whose job BullMQ must add (a prioritized
+   * card) is one MULTI: the record script, BullMQ's add of each such job, the release of the guards
+   * that keep an add out where the card must get no job. Either way, one round trip. A batch with
+   * an id already on another lane is refused whole, with nothing written.
    *
-   * One card goes in two plain commands instead (`enqueueOne`): on ioredis a MULTI costs more CPU
-   * than the round trip it saves (the pipeline object, its promises; measured in bench/README.md).
+   * A single prioritized card goes in two plain commands instead (`enqueueOne`): on ioredis a MULTI
+   * costs more CPU than the round trip it saves (the pipeline object, its promises; bench/README.md).
    */
   async enqueueMany(cards: readonly Card[]): Promise<EnqueueManyResult> {
     for (const card of cards) {
@@ -95,19 +98,11 @@ export class LaneQueues {
       if (card.id === '0' || card.id.startsWith('0:')) throw new Error("JobId cannot be '0' or start with '0:'");
     }
     if (cards.length === 0) return { ok: true, results: [] };
-    if (cards.length === 1) return this.enqueueOne(cards[0]!);
-    const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
-    multi.runCommand(ENQUEUE_SCRIPT, enqueueArgs(cards, new Date(this.now()).toISOString(), EVENT_STREAM_MAX_LEN, 'multi'));
-    for (const card of cards) {
-      const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
-      // Queued on the MULTI now; its answer comes with exec's.
-      job.addJob(multi).catch(() => undefined);
-    }
-    multi.runCommand(ENQUEUE_RELEASE_SCRIPT, [keys.enqueueGuards()]);
-    const replies = await multi.exec();
-    if (!replies) throw new Error('enqueue MULTI was discarded');
-    for (const [err] of replies) if (err) throw err;
-    const reply = parseEnqueueReply(replies[0]![1], cards.length);
+    const opts = cards.map((card) => standardJobOpts(card, this.lanes.get(card.lane)!));
+    const byBullmq = cards.filter((_, i) => opts[i] === '');
+    if (cards.length === 1 && byBullmq.length === 1) return this.enqueueOne(cards[0]!);
+    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', opts);
+    const reply = parseEnqueueReply(byBullmq.length === 0 ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, byBullmq), cards.length);
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     return {
       ok: true,
@@ -116,6 +111,22 @@ export class LaneQueues {
         return (before ? { created: false, id: card.id, state: before.state } : { created: true, id: card.id, state: 'queued' }) satisfies EnqueueOutcome;
       }),
     };
+  }
+
+  /** The MULTI of an enqueue with jobs BullMQ adds: the record script, the adds, the guards' release. Answers the script's reply. */
+  private async enqueueWithAdds(args: Array<string | number>, byBullmq: readonly Card[]): Promise<unknown> {
+    const multi = (await this.queues.get(byBullmq[0]!.lane)!.getBackend().client).multi();
+    multi.runCommand(ENQUEUE_SCRIPT, args);
+    for (const card of byBullmq) {
+      const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
+      // Queued on the MULTI now; its answer comes with exec's.
+      job.addJob(multi).catch(() => undefined);
+    }
+    multi.runCommand(ENQUEUE_RELEASE_SCRIPT, [keys.enqueueGuards()]);
+    const replies = await multi.exec();
+    if (!replies) throw new Error('enqueue MULTI was discarded');
+    for (const [err] of replies) if (err) throw err;
+    return replies[0]![1];
   }
 
   /**

@@ -230,22 +230,40 @@ describe('LaneQueues on real Redis', () => {
     expect(await redis.exists(jobKey(c.lane, c.id), jobKey(lanes2.name, c.id))).toBe(0);
   });
 
-  it('enqueueMany of several cards writes the records and the jobs in one MULTI: one round trip, atomic', async () => {
-    const { queues, card } = laneQueues();
-    // Scripts loaded first (ioredis loads a script it has not sent before in a round trip of its own).
-    await queues.enqueueMany([card(), card()]);
+  /** The commands an enqueue sends, as MONITOR sees them (commands run inside scripts left out). */
+  async function commandsOf(enqueue: () => Promise<unknown>): Promise<string[]> {
     const monitor = await redis.monitor();
     const seen: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (!source.startsWith('lua')) seen.push(String(args[0]).toLowerCase());
     });
-    await queues.enqueueMany([card({ priority: 1 }), card(), card()]);
+    await enqueue();
     // A command of this connection marks where the enqueue's commands end.
     await redis.ping();
     await waitFor('the ping seen by MONITOR', () => seen.includes('ping'));
     monitor.disconnect();
-    // MULTI, lanesEnqueue, three adds, lanesEnqueueRelease, EXEC.
-    expect(seen.slice(0, seen.indexOf('ping'))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'exec']);
+    return seen.slice(0, seen.indexOf('ping'));
+  }
+
+  it('enqueueMany with prioritized cards writes the records and the jobs in one MULTI: one round trip, atomic', async () => {
+    const { queues, queue, card } = laneQueues();
+    // Scripts loaded first (ioredis loads a script it has not sent before in a round trip of its own).
+    await queues.enqueueMany([card({ priority: 1 }), card()]);
+    const [urgent, plain] = [card({ priority: 1 }), card()];
+    // MULTI, lanesEnqueue (records, and the plain card's job), the prioritized card's add, lanesEnqueueRelease, EXEC.
+    expect(await commandsOf(() => queues.enqueueMany([urgent, plain]))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'exec']);
+    expect(await (await queue.getJob(urgent.id))!.getState()).toBe('prioritized');
+    expect(await (await queue.getJob(plain.id))!.getState()).toBe('waiting');
+  });
+
+  it('a batch of plain cards, or one plain card, is one script call: records and jobs', async () => {
+    const { queues, queue, card } = laneQueues();
+    await queues.enqueueMany([card(), card()]);
+    const batch = [card(), card(), card()];
+    expect(await commandsOf(() => queues.enqueueMany(batch))).toEqual(['evalsha']);
+    const single = card();
+    expect(await commandsOf(() => queues.enqueue(single))).toEqual(['evalsha']);
+    for (const c of [...batch, single]) expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
   });
 
   it('a batch writes the same record, history entry and event as a single enqueue, callbackUrl flag included', async () => {

@@ -1,0 +1,136 @@
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LaneConfigSchema, type Card } from '@lanes/contracts';
+import { CardStore, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions } from '@lanes/queue';
+import { STANDARD_JOB_BULLMQ_VERSION, installedBullmqVersion } from '../src/standard-job.js';
+import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
+
+/**
+ * lanes writes a plain card's BullMQ job itself (standard-job.ts). What it writes is checked here
+ * against what BullMQ's own `Queue.add` writes, on two redis-servers given the same steps: every
+ * key of the lane's queue, with its type and contents. Only the times differ (the job's timestamp,
+ * the streams' entry ids).
+ */
+describe('a plain card job written by lanes is the job BullMQ writes', () => {
+  const LANE = 'contract';
+  const lane = LaneConfigSchema.parse({ name: LANE, agent: ['true'], attempts: 3 });
+  let servers: TestRedis[] = [];
+  let lanesSide: { redis: Redis; queues: LaneQueues };
+  let bullmqSide: { redis: Redis; queue: Queue };
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    servers = await Promise.all([startRedis(), startRedis()]);
+    const lanesRedis = createRedis(servers[0]!.url);
+    lanesSide = { redis: lanesRedis, queues: new LaneQueues({ redis: lanesRedis, store: new CardStore({ redis: lanesRedis, now: Date.now }), lanes: [lane] }) };
+    const bullmqRedis = createRedis(servers[1]!.url);
+    bullmqSide = { redis: bullmqRedis, queue: new Queue(LANE, { connection: bullmqRedis, prefix: QUEUE_PREFIX }) };
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await Promise.all([lanesSide.redis.flushall(), bullmqSide.redis.flushall()]);
+  });
+  afterAll(async () => {
+    await lanesSide?.queues.close();
+    await bullmqSide?.queue.close();
+    lanesSide?.redis.disconnect();
+    bullmqSide?.redis.disconnect();
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  const card = (id: string, over: Partial<Card> = {}): Card => ({
+    id,
+    lane: LANE,
+    title: 'Fix the flaky test',
+    prompt: 'tab\there, "quotes", ✓',
+    callbackUrl: 'https://board.example/hook',
+    metadata: { board: 'k', n: 1 },
+    priority: 0,
+    ...over,
+  });
+  /** The same enqueue on both sides: lanes' own write, and BullMQ's add with the same options. */
+  async function enqueueBoth(cards: Card[]): Promise<void> {
+    expect((await lanesSide.queues.enqueueMany(cards)).ok).toBe(true);
+    for (const c of cards) await bullmqSide.queue.add(LANE, c, jobOptions(c, lane));
+  }
+
+  /** Every key of the lane's queue, as comparable contents: times left out, JSON compared parsed. */
+  async function queueKeys(redis: Redis): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const key of (await redis.keys(`${QUEUE_PREFIX}:${LANE}:*`)).sort()) {
+      const type = await redis.type(key);
+      if (type === 'hash') {
+        const { timestamp, opts, data, ...rest } = await redis.hgetall(key);
+        out[key] = {
+          type,
+          ...rest,
+          ...(timestamp !== undefined ? { timestamp: Number(timestamp) > Date.now() - 60_000 && Number(timestamp) <= Date.now() ? 'recent' : timestamp } : {}),
+          ...(opts !== undefined ? { opts: JSON.parse(opts) } : {}),
+          ...(data !== undefined ? { data: JSON.parse(data) } : {}),
+        };
+      } else if (type === 'list') out[key] = { type, items: await redis.lrange(key, 0, -1) };
+      else if (type === 'zset') out[key] = { type, items: await redis.zrange(key, 0, -1, 'WITHSCORES') };
+      else if (type === 'stream') out[key] = { type, entries: (await redis.xrange(key, '-', '+')).map(([, fields]) => fields) };
+      else if (type === 'string') out[key] = { type, value: await redis.get(key) };
+      else out[key] = { type };
+    }
+    return out;
+  }
+  async function expectSameKeys(): Promise<Record<string, unknown>> {
+    const [ours, theirs] = await Promise.all([queueKeys(lanesSide.redis), queueKeys(bullmqSide.redis)]);
+    expect(ours).toEqual(theirs);
+    return ours;
+  }
+
+  it('runs under the BullMQ whose layout it was checked against', () => {
+    // A new BullMQ: check its addStandardJob against standard-job.ts, then move the version there.
+    expect(installedBullmqVersion).toBe(STANDARD_JOB_BULLMQ_VERSION);
+  });
+
+  it('a batch of new cards: the same job hashes, wait list, marker, id counter, meta and events', async () => {
+    await enqueueBoth([card('a'), card('b', { title: 'second' })]);
+    const keys = await expectSameKeys();
+    // The comparison saw the job itself, not two empty queues.
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:a`]).toMatchObject({ name: LANE, data: card('a'), timestamp: 'recent', delay: '0', priority: '0' });
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:wait`]).toEqual({ type: 'list', items: ['b', 'a'] });
+  });
+
+  it('a repeat of a queued card: BullMQ answers a duplicate, and so does lanes', async () => {
+    await enqueueBoth([card('a')]);
+    await enqueueBoth([card('a')]);
+    const keys = await expectSameKeys();
+    expect(JSON.stringify(keys[`${QUEUE_PREFIX}:${LANE}:events`])).toContain('duplicated');
+  });
+
+  it('a paused queue, and one at its concurrency limit: the job waits, no marker wakes a worker', async () => {
+    for (const side of [lanesSide.queues.queue(LANE)!, bullmqSide.queue]) await side.pause();
+    await enqueueBoth([card('a')]);
+    expect(await expectSameKeys()).not.toHaveProperty(`${QUEUE_PREFIX}:${LANE}:marker`);
+    for (const side of [lanesSide.queues.queue(LANE)!, bullmqSide.queue]) {
+      await side.resume();
+      await side.setGlobalConcurrency(0);
+    }
+    // resume() left a marker for the waiting job: without it, a marker after the next add would be lanes' own.
+    for (const redis of [lanesSide.redis, bullmqSide.redis]) await redis.del(`${QUEUE_PREFIX}:${LANE}:marker`);
+    await enqueueBoth([card('b')]);
+    expect(await expectSameKeys()).not.toHaveProperty(`${QUEUE_PREFIX}:${LANE}:marker`);
+  });
+
+  it("a BullMQ worker takes lanes' job and reads it as BullMQ's own", async () => {
+    await enqueueBoth([card('a')]);
+    const taken = await Promise.all(
+      [lanesSide.redis, bullmqSide.redis].map(async (redis) => {
+        const connection = redis.duplicate();
+        closers.push(async () => connection.disconnect());
+        const seen: unknown[] = [];
+        const worker = new Worker(LANE, async (job) => seen.push({ ...job.asJSON(), timestamp: 'recent', processedOn: 'set' }), { connection, prefix: QUEUE_PREFIX });
+        closers.push(() => worker.close());
+        await waitFor('the job taken', () => seen.length === 1);
+        return seen[0];
+      }),
+    );
+    expect(taken[0]).toEqual(taken[1]);
+    expect(taken[0]).toMatchObject({ id: 'a', name: LANE, data: JSON.stringify(card('a')), opts: jobOptions(card('a'), lane) });
+  });
+});
