@@ -143,13 +143,12 @@ export type EnqueueMode = 'enqueue' | 'each';
 
 /**
  * The arguments of `lanesEnqueue` (numkeys first). `jobOpts[i]`: the options of card i's job when
- * the script is to write it (standard-job.ts), '' when not; none in `each` mode.
+ * the script is to write it (standard-job.ts), '' or none when not; `each` mode writes no job.
  */
 export function enqueueArgs(cards: readonly Card[], nowMs: number, eventStreamMaxLen: number, mode: EnqueueMode, jobOpts: readonly string[] = []): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
-  for (const [i, card] of cards.entries())
-    batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${mode === 'enqueue' ? (jobOpts[i] ?? '') : ''}\t${JSON.stringify(card)}\n`;
+  for (const [i, card] of cards.entries()) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${jobOpts[i] ?? ''}\t${JSON.stringify(card)}\n`;
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
   return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs];
 }

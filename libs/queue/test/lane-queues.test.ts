@@ -165,9 +165,15 @@ describe('LaneQueues on real Redis', () => {
     for (const id of ids) expect(await redis.hget(jobKey(lane, id), 'lanesEnqueueGuard')).toBeNull();
   };
 
-  it('enqueue gives no job to a card in any state but queued whose job is gone, and leaves no guard', async () => {
+  /** A plain card's job is written by lanes' enqueue script, a prioritized card's by BullMQ's add (standard-job.ts). */
+  const JOB_WRITERS = [
+    { priority: 0, writer: "lanes' script", queued: 'waiting' },
+    { priority: 1, writer: "BullMQ's add", queued: 'prioritized' },
+  ] as const;
+
+  it.each(JOB_WRITERS)('enqueue gives no job to a card in any state but queued whose job is gone, and leaves no guard (job by $writer)', async ({ priority }) => {
     const { lane, queues, queue, card } = laneQueues();
-    const [running, blocked, failed, cancelled] = [card(), card(), card(), card()];
+    const [running, blocked, failed, cancelled] = [card({ priority }), card({ priority }), card({ priority }), card({ priority })];
     for (const c of [running, blocked, failed, cancelled]) await store.create(c);
     await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, await runAs(running, 'r'));
     await store.transition(blocked, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, board);
@@ -195,25 +201,37 @@ describe('LaneQueues on real Redis', () => {
     );
   });
 
-  it('a refused batch writes no record, no job, no event and no guard, and leaves its repeats as they were', async () => {
+  it.each(JOB_WRITERS)('a refused batch writes no record, no job, no event and no guard, and leaves its repeats as they were (job by $writer)', async ({ priority, queued }) => {
     const { queues, queue, card } = laneQueues();
     const other = laneQueues();
-    const taken = other.card();
+    const taken = other.card({ priority });
     await other.queues.enqueue(taken);
-    const repeat = card();
+    const repeat = card({ priority });
     await queues.enqueue(repeat);
-    const fresh = card();
+    const fresh = card({ priority });
     const eventsBefore = (await events.recent(1_000)).length;
     const out = await queues.enqueueMany([fresh, repeat, { ...taken, lane: fresh.lane }]);
     expect(out).toEqual({ ok: false, conflicts: [{ index: 2, id: taken.id, lane: other.lane.name }] });
     expect(await store.get(fresh.id)).toBeUndefined();
     expect(await queue.getJob(fresh.id)).toBeUndefined();
     expect(await queue.getJob(taken.id)).toBeUndefined();
-    expect(await (await queue.getJob(repeat.id))!.getState()).toBe('waiting');
-    expect(await (await other.queue.getJob(taken.id))!.getState()).toBe('waiting');
+    expect(await (await queue.getJob(repeat.id))!.getState()).toBe(queued);
+    expect(await (await other.queue.getJob(taken.id))!.getState()).toBe(queued);
     expect((await store.get(repeat.id))!.history).toHaveLength(1);
     expect((await events.recent(1_000)).length).toBe(eventsBefore);
     await expectNoGuards(fresh.lane, [fresh.id, repeat.id, taken.id]);
+  });
+
+  it('the same id twice in one batch on one lane: the first one is the card and its job, whoever writes the job', async () => {
+    const { queues, queue, card } = laneQueues();
+    const [plainFirst, prioritizedFirst] = [card(), card({ priority: 2 })];
+    const out = await queues.enqueueMany([plainFirst, prioritizedFirst, { ...plainFirst, title: 'second', priority: 3 }, { ...prioritizedFirst, title: 'second', priority: 0 }]);
+    expect(out.ok && out.results.map((r) => r.created)).toEqual([true, true, false, false]);
+    for (const first of [plainFirst, prioritizedFirst]) {
+      expect(await store.get(first.id)).toMatchObject({ ...first, history: [expect.objectContaining({ state: 'queued' })] });
+      expect((await queue.getJob(first.id))!.data).toEqual(first);
+    }
+    expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 1, prioritized: 1 });
   });
 
   it('the same id twice in one batch on two lanes refuses the batch whole', async () => {
