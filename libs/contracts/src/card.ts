@@ -15,6 +15,12 @@ export const PullRequestSchema = z.strictObject({
   base: z.string().min(1).max(255).optional(),
 });
 
+/**
+ * BullMQ's own limit (2²¹ − 1, `Job.validateOptions`): a job's priority fills the high bits of a
+ * score whose low 32 bits keep the order within a priority.
+ */
+export const MAX_CARD_PRIORITY = 2_097_151;
+
 /** A PR card as a board sends it. Only `lane` and `title` are required. */
 export const CardInputSchema = z.strictObject({
   id: CardIdSchema.optional(),
@@ -23,7 +29,7 @@ export const CardInputSchema = z.strictObject({
   repo: z.string().min(1).max(2048).optional(),
   pr: PullRequestSchema.optional(),
   prompt: z.string().max(1_000_000).optional(),
-  priority: z.number().int().min(0).max(2_097_152).default(0),
+  priority: z.number().int().min(0).max(MAX_CARD_PRIORITY).default(0),
   callbackUrl: z.url().optional(),
   metadata: z.record(z.string(), z.json()).optional(),
 });

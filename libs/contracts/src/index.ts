@@ -1,6 +1,7 @@
 export {
   CARD_ID_PATTERN,
   LANE_NAME_PATTERN,
+  MAX_CARD_PRIORITY,
   CardIdSchema,
   LaneNameSchema,
   PullRequestSchema,

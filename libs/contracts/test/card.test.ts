@@ -23,6 +23,8 @@ describe('parseCard', () => {
     [{ lane: 'a', title: 't', pr: { number: 'twelve', branch: 'x' } }, 'pr.number'],
     [{ lane: 'a', title: 't', callbackUrl: 'not a url' }, 'callbackUrl'],
     [{ lane: 'a', title: 't', surprise: 1 }, 'surprise'],
+    // Over BullMQ's own limit (2²¹ − 1): its add would refuse the job after the record was written.
+    [{ lane: 'a', title: 't', priority: 2_097_152 }, 'priority'],
   ])('names the bad field in %j', (input, field) => {
     try {
       parseCard(input, makeId);
