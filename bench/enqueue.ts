@@ -7,8 +7,8 @@
  * nothing but the enqueue path touches Redis. Each round posts `{cards: [100 cards]}` to
  * `POST /v1/cards`, then (interleaved, so load drift hits both alike) `Queue.addBulk` of 100 jobs
  * carrying the same card objects on a bare queue of the same redis-server, and a POST of 100
- * prioritized cards (a plain card's job is written by lanes' enqueue script; a prioritized one's is
- * BullMQ's own add, see libs/queue/src/standard-job.ts). Then M single-card POSTs,
+ * prioritized cards (their jobs go to BullMQ's prioritized set, with its counter; lanes' enqueue
+ * script writes both kinds, see libs/queue/src/bullmq-job-layout.ts). Then M single-card POSTs,
  * as a board posting cards one at a time would: one after another, and from C keep-alive clients at once.
  *
  * A third baseline is HTTP itself: a bare Fastify route that only hands the posted cards to
@@ -112,7 +112,7 @@ try {
   try {
     for (let r = -WARMUP_ROUNDS; r < ROUNDS; r++) {
       const remoteMs = await remote({ kind: 'bulk', url, cards: cardsFor('remote', r) });
-      // Prioritized cards: their jobs are BullMQ's own adds, in the enqueue's MULTI.
+      // Prioritized cards: their jobs go to the prioritized set, with its counter.
       const prioritizedMs = await remote({ kind: 'bulk', url, cards: cardsFor('remote-prio', r, 1) });
       const bareHttpMs = await remote({ kind: 'bulk', url: bareHttp.url, cards: cardsFor('bare-http', r) });
       const a0 = performance.now();
@@ -244,7 +244,7 @@ try {
     `| lanes' \`enqueueMany\` of ${BULK} in the API's process (the POST without HTTP) vs the same jobs' \`addBulk\` | ${directRate.toFixed(0)} cards/s | ${sameJobsRate.toFixed(0)} jobs/s | ${(directRate / sameJobsRate).toFixed(2)}× | |`,
   );
   console.log(`| what HTTP adds per POST of ${BULK} (POST − in-process \`enqueueMany\`) | ${httpMsPer100.toFixed(2)} ms | | | |`);
-  console.log(bulkRow(`the same POST of ${BULK} prioritized cards (\`priority: 1\`: their jobs are BullMQ's own adds) vs \`Queue.addBulk\` of ${BULK}`, remotePrioritizedBulk));
+  console.log(bulkRow(`the same POST of ${BULK} prioritized cards (\`priority: 1\`) vs \`Queue.addBulk\` of ${BULK}`, remotePrioritizedBulk));
   console.log(
     `| HTTP alone: a bare Fastify route that only calls \`Queue.addBulk\` (bench/bare-http.ts), same client, vs \`addBulk\` of ${BULK} | ${bareHttpBulk.toFixed(0)} jobs/s | ${bareRate.toFixed(0)} jobs/s | ${(bareHttpBulk / bareRate).toFixed(2)}× | |`,
   );

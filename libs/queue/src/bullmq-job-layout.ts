@@ -3,42 +3,42 @@ import type { Card, LaneConfig } from '@lanes/contracts';
 import { jobOptions } from './job-options.js';
 
 /**
- * An enqueue writes a plain card's BullMQ job itself, inside its own script, instead of handing
- * it to BullMQ's add (one script call per job, a `Job` object and packed arguments each): that add
- * was most of a bulk enqueue's cost (bench/README.md, "enqueue"). The job it writes is the one
- * BullMQ 6.7.0's `addStandardJob` writes for a job with a custom id, no parent, no delay, no
- * priority and no deduplication: the same hash, wait-list entry, marker and events.
+ * An enqueue writes each card's BullMQ job itself, inside its own record script, instead of
+ * handing it to BullMQ's add (one script call per job, a `Job` object and packed arguments each):
+ * that add was most of a bulk enqueue's cost (bench/README.md, "enqueue"). The job it writes is
+ * the one BullMQ 6.7.0 writes for a job with a custom id and no parent, delay or deduplication:
+ * `addStandardJob`'s (wait list) or, for a prioritized card, `addPrioritizedJob`'s (prioritized
+ * set): the same hash, list or set entry, counters, marker and events.
  *
  * That layout is BullMQ's internal business, so it is written only under the BullMQ version it was
- * checked against (libs/queue/test/standard-job.test.ts compares it, key by key, with what
- * `Queue.add` writes). Under any other version every card goes through BullMQ's own add, as
- * prioritized cards always do.
+ * checked against (libs/queue/test/bullmq-job-layout.test.ts compares it, key by key, with what
+ * `Queue.add` writes). Under any other version every job goes through BullMQ's own add.
  */
-export const STANDARD_JOB_BULLMQ_VERSION = '6.7.0';
+export const JOB_LAYOUT_BULLMQ_VERSION = '6.7.0';
 
 /** The BullMQ this process runs (its package.json; BullMQ declares no exports map). */
 export const installedBullmqVersion: string = (createRequire(import.meta.url)('bullmq/package.json') as { version: string }).version;
 
-const writable = installedBullmqVersion === STANDARD_JOB_BULLMQ_VERSION;
+/** Whether lanes writes jobs itself by default: only under the BullMQ whose layout it was checked against. */
+export const JOB_LAYOUT_WRITABLE = installedBullmqVersion === JOB_LAYOUT_BULLMQ_VERSION;
 
 /**
- * The options BullMQ would store for the card's job, as JSON; '' when BullMQ must add the job
- * itself: a prioritized card (BullMQ's prioritized set and its counter), or another BullMQ.
- * lanes' options have no key BullMQ renames when it stores them (`optsAsJSON`), so they are
- * stored as given.
+ * The options BullMQ stores for the card's job, as JSON. lanes' options have no key BullMQ renames
+ * when it stores them (`optsAsJSON`), so they are stored as given.
  */
-export function standardJobOpts(card: Card, lane: Pick<LaneConfig, 'attempts'>): string {
-  if (!writable || card.priority) return '';
+export function jobLayoutOpts(card: Card, lane: Pick<LaneConfig, 'attempts'>): string {
   return JSON.stringify(jobOptions(card, lane));
 }
 
 /**
- * Lua, for the enqueue script: `writeStandardJob(qp, lane, id, data, opts, timestampMs)` adds the
- * job as `addStandardJob` does, or, when the job key exists, answers as BullMQ does a duplicate:
- * a `duplicated` event and nothing else. What BullMQ reads per queue (the events' max length, paused
+ * Lua, for the enqueue script: `writeJob(qp, lane, id, data, opts, priority, timestampMs)` adds the
+ * job as BullMQ's add does, or, when the job key exists, answers as BullMQ does a duplicate: a
+ * `duplicated` event and nothing else. What BullMQ reads per queue (the events' max length, paused
  * or at its concurrency limit) is read once per lane per script: nothing in the script changes it.
+ * A prioritized job's score is BullMQ's: priority × 2³² plus the queue's priority counter, so jobs
+ * of one priority keep the order they came in.
  */
-export const WRITE_STANDARD_JOB_LUA = `
+export const WRITE_JOB_LUA = `
 local laneQueueState = {}
 local function queueState(jq)
   local s = laneQueueState[jq]
@@ -55,7 +55,7 @@ local function queueState(jq)
   laneQueueState[jq] = s
   return s
 end
-local function writeStandardJob(qp, lane, id, data, opts, timestampMs)
+local function writeJob(qp, lane, id, data, opts, priority, timestampMs)
   local jq = qp .. ':' .. lane .. ':'
   local jobKey = jq .. id
   local s = queueState(jq)
@@ -64,9 +64,14 @@ local function writeStandardJob(qp, lane, id, data, opts, timestampMs)
     redis.call('XADD', jq .. 'events', 'MAXLEN', '~', s.maxEvents, '*', 'event', 'duplicated', 'jobId', id)
     return
   end
-  redis.call('HMSET', jobKey, 'name', lane, 'data', data, 'opts', opts, 'timestamp', timestampMs, 'delay', 0, 'priority', 0)
+  redis.call('HMSET', jobKey, 'name', lane, 'data', data, 'opts', opts, 'timestamp', timestampMs, 'delay', 0, 'priority', priority)
   redis.call('XADD', jq .. 'events', '*', 'event', 'added', 'jobId', id, 'name', lane)
-  redis.call('LPUSH', jq .. 'wait', id)
+  if priority > 0 then
+    local counter = redis.call('INCR', jq .. 'pc')
+    redis.call('ZADD', jq .. 'prioritized', priority * 0x100000000 + counter % 0x100000000, id)
+  else
+    redis.call('LPUSH', jq .. 'wait', id)
+  end
   if not s.held then redis.call('ZADD', jq .. 'marker', 0, '0') end
   redis.call('XADD', jq .. 'events', 'MAXLEN', '~', s.maxEvents, '*', 'event', 'waiting', 'jobId', id)
 end

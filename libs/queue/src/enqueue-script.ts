@@ -2,7 +2,7 @@ import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
 import { CardStateSchema, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
-import { WRITE_STANDARD_JOB_LUA } from './standard-job.js';
+import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 
 /**
  * `lanesEnqueue` is the one writer of new card records: record, first history entry and
@@ -12,10 +12,10 @@ import { WRITE_STANDARD_JOB_LUA } from './standard-job.js';
  *   - `enqueue`: records and jobs, the batch whole or not at all, described next.
  *
  * An enqueue writes each card's record and its BullMQ job atomically: no other client sees a
- * record without its job. A plain card's job is written by this script itself
- * (`writeStandardJob`, standard-job.ts), so a batch of plain cards is this one call. A card whose
- * job BullMQ must add (a prioritized card) makes the enqueue one MULTI instead: this script, then
- * BullMQ's own add of each such card's job, then `lanesEnqueueRelease`.
+ * record without its job. Each card's job is written by this script itself (`writeJob`,
+ * bullmq-job-layout.ts), so an enqueue is this one call. Where lanes does not write BullMQ's layout
+ * (another BullMQ version), the enqueue is one MULTI instead: this script, then BullMQ's own add of
+ * each card's job, then `lanesEnqueueRelease`.
  *
  * BullMQ's add is a no-op when the job's key exists (a duplicate). This script uses that to keep
  * such an add out where the card must not get a job: it puts a guard hash at that job key, and
@@ -30,32 +30,33 @@ import { WRITE_STANDARD_JOB_LUA } from './standard-job.js';
  *
  * lanesEnqueue KEYS: 1 event stream, 2 guard set.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
- *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB job options TAB card JSON
- *   NEWLINE`, where the job options (JSON) are '' unless this script writes the card's job,
+ *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
+ *   card JSON NEWLINE`, where the job options (JSON) are '' unless this script writes the card's job,
  *   7 mode, 8 time (epoch ms, the job's timestamp).
  * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
- * NEWLINE only ever separate. One argument instead of ten per card: ioredis and Redis both pay per
+ * NEWLINE only ever separate. One argument instead of several per card: ioredis and Redis both pay per
  * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead. The
  * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
  * `state/lane` as it was before.
  */
-const ENQUEUE_LUA = `${WRITE_STANDARD_JOB_LUA}
+const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
 local inMulti = ARGV[7] == 'enqueue'
 local batch = ARGV[6]
-local ids, lanes, cbs, jobOpts, jsons = {}, {}, {}, {}, {}
+local ids, lanes, cbs, prios, jobOpts, jsons = {}, {}, {}, {}, {}, {}
 local pos, n = 1, 0
 while pos <= #batch do
   local t1 = string.find(batch, '\\t', pos, true)
   local t2 = string.find(batch, '\\t', t1 + 1, true)
   local t3 = string.find(batch, '\\t', t2 + 1, true)
   local t4 = string.find(batch, '\\t', t3 + 1, true)
-  local nl = string.find(batch, '\\n', t4 + 1, true)
+  local t5 = string.find(batch, '\\t', t4 + 1, true)
+  local nl = string.find(batch, '\\n', t5 + 1, true)
   n = n + 1
   ids[n], lanes[n] = string.sub(batch, pos, t1 - 1), string.sub(batch, t1 + 1, t2 - 1)
-  cbs[n], jobOpts[n] = string.sub(batch, t2 + 1, t3 - 1), string.sub(batch, t3 + 1, t4 - 1)
-  jsons[n] = string.sub(batch, t4 + 1, nl - 1)
+  cbs[n], prios[n] = string.sub(batch, t2 + 1, t3 - 1), tonumber(string.sub(batch, t3 + 1, t4 - 1)) or 0
+  jobOpts[n], jsons[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, nl - 1)
   pos = nl + 1
 end
 local states, before = {}, {}
@@ -98,11 +99,11 @@ for i = 1, n do
     if hasBlocked[lane] then redis.call('ZREM', blocked, id) end
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e',
       '{"type":"card.queued","at":"' .. at .. '","lane":"' .. lane .. '","cardId":"' .. id .. '"}')
-    if here then writeStandardJob(qp, lane, id, jsons[i], jobOpts[i], ARGV[8]) end
+    if here then writeJob(qp, lane, id, jsons[i], jobOpts[i], prios[i], ARGV[8]) end
   elseif here and not (again and not madeHere[id]) then
     -- Queued: its job again if it is gone (a repair), else a duplicate, as BullMQ's add answers one.
     -- An id whose job BullMQ adds after this script (made earlier in the batch) is left to that add.
-    writeStandardJob(qp, lane, id, jsons[i], jobOpts[i], ARGV[8])
+    writeJob(qp, lane, id, jsons[i], jobOpts[i], prios[i], ARGV[8])
   end
   out[i] = states[i] and (states[i] .. '/' .. before[i]) or ''
 end
@@ -143,12 +144,12 @@ export type EnqueueMode = 'enqueue' | 'each';
 
 /**
  * The arguments of `lanesEnqueue` (numkeys first). `jobOpts[i]`: the options of card i's job when
- * the script is to write it (standard-job.ts), '' or none when not; `each` mode writes no job.
+ * the script is to write it (bullmq-job-layout.ts), '' or none when not; `each` mode writes no job.
  */
 export function enqueueArgs(cards: readonly Card[], nowMs: number, eventStreamMaxLen: number, mode: EnqueueMode, jobOpts: readonly string[] = []): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
-  for (const [i, card] of cards.entries()) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${jobOpts[i] ?? ''}\t${JSON.stringify(card)}\n`;
+  for (const [i, card] of cards.entries()) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${JSON.stringify(card)}\n`;
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
   return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs];
 }

@@ -5,7 +5,7 @@ import type { CardStore } from './card-store.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
-import { standardJobOpts } from './standard-job.js';
+import { JOB_LAYOUT_WRITABLE, jobLayoutOpts } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
 /** A worker moves a blocked card's job to delayed within milliseconds of recording it blocked. */
@@ -20,6 +20,11 @@ export interface LaneQueuesDeps {
   onError?: (err: Error) => void;
   /** The clock of the records an enqueue writes; Date.now unless given. */
   now?: () => number;
+  /**
+   * Whether an enqueue writes each card's BullMQ job itself (bullmq-job-layout.ts) or hands it to
+   * BullMQ's add. Unless given: itself, under the BullMQ version whose layout it was checked against.
+   */
+  writeJobs?: boolean;
 }
 
 export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
@@ -45,9 +50,11 @@ export class LaneQueues {
   private readonly lanes = new Map<string, LaneConfig>();
 
   private readonly now: () => number;
+  private readonly writeJobs: boolean;
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
+    this.writeJobs = deps.writeJobs ?? JOB_LAYOUT_WRITABLE;
     defineEnqueueScripts(deps.redis);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
@@ -81,15 +88,13 @@ export class LaneQueues {
   }
 
   /**
-   * Enqueues validated cards, records and jobs atomically (see enqueue-script.ts). A plain card's
-   * job is written by the record script itself (standard-job.ts), so a batch of plain cards, or a
-   * single one, is one script call. A batch with a card whose job BullMQ must add (a prioritized
-   * card) is one MULTI: the record script, BullMQ's add of each such job, the release of the guards
-   * that keep an add out where the card must get no job. Either way, one round trip. A batch with
-   * an id already on another lane is refused whole, with nothing written.
-   *
-   * A single prioritized card goes in two plain commands instead (`enqueueOne`): on ioredis a MULTI
-   * costs more CPU than the round trip it saves (the pipeline object, its promises; bench/README.md).
+   * Enqueues validated cards, records and jobs atomically (see enqueue-script.ts), in one round
+   * trip: the record script writes each card's job itself (bullmq-job-layout.ts). Where it does not
+   * (`writeJobs` false), several cards go in one MULTI: the record script, BullMQ's add of each
+   * job, the release of the guards that keep an add out where the card must get no job; and one
+   * card in two plain commands (`enqueueOne`): on ioredis a MULTI costs more CPU than the round
+   * trip it saves (the pipeline object, its promises; bench/README.md). A batch with an id already
+   * on another lane is refused whole, with nothing written.
    */
   async enqueueMany(cards: readonly Card[]): Promise<EnqueueManyResult> {
     for (const card of cards) {
@@ -98,11 +103,22 @@ export class LaneQueues {
       if (card.id === '0' || card.id.startsWith('0:')) throw new Error("JobId cannot be '0' or start with '0:'");
     }
     if (cards.length === 0) return { ok: true, results: [] };
-    const opts = cards.map((card) => standardJobOpts(card, this.lanes.get(card.lane)!));
-    const byBullmq = cards.filter((_, i) => opts[i] === '');
-    if (cards.length === 1 && byBullmq.length === 1) return this.enqueueOne(cards[0]!);
-    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', opts);
-    const reply = parseEnqueueReply(byBullmq.length === 0 ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, byBullmq), cards.length);
+    if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
+    const at = this.now();
+    const reply = parseEnqueueReply(
+      this.writeJobs
+        ? await this.deps.redis.lanesEnqueue(
+            ...enqueueArgs(
+              cards,
+              at,
+              EVENT_STREAM_MAX_LEN,
+              'enqueue',
+              cards.map((card) => jobLayoutOpts(card, this.lanes.get(card.lane)!)),
+            ),
+          )
+        : await this.enqueueWithAdds(enqueueArgs(cards, at, EVENT_STREAM_MAX_LEN, 'enqueue'), cards),
+      cards.length,
+    );
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     return {
       ok: true,
@@ -113,11 +129,11 @@ export class LaneQueues {
     };
   }
 
-  /** The MULTI of an enqueue with jobs BullMQ adds: the record script, the adds, the guards' release. Answers the script's reply. */
-  private async enqueueWithAdds(args: Array<string | number>, byBullmq: readonly Card[]): Promise<unknown> {
-    const multi = (await this.queues.get(byBullmq[0]!.lane)!.getBackend().client).multi();
+  /** The MULTI of an enqueue whose jobs BullMQ adds: the record script, the adds, the guards' release. Answers the script's reply. */
+  private async enqueueWithAdds(args: Array<string | number>, cards: readonly Card[]): Promise<unknown> {
+    const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
     multi.runCommand(ENQUEUE_SCRIPT, args);
-    for (const card of byBullmq) {
+    for (const card of cards) {
       const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
       // Queued on the MULTI now; its answer comes with exec's.
       job.addJob(multi).catch(() => undefined);
@@ -130,7 +146,7 @@ export class LaneQueues {
   }
 
   /**
-   * One card: its record script, then its job unless it must get none. The script answers a repeat
+   * One card, its job by BullMQ's add: its record script, then its job unless it must get none. The script answers a repeat
    * with its state and lane; a queued record whose job is gone (a crash between the two writes)
    * gets its job again; a card in any other state never gets one.
    */

@@ -1,18 +1,18 @@
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LaneConfigSchema, type Card } from '@lanes/contracts';
+import { LaneConfigSchema, MAX_CARD_PRIORITY, type Card } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions } from '@lanes/queue';
-import { STANDARD_JOB_BULLMQ_VERSION, installedBullmqVersion } from '../src/standard-job.js';
+import { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from '../src/bullmq-job-layout.js';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 /**
- * lanes writes a plain card's BullMQ job itself (standard-job.ts). What it writes is checked here
+ * lanes writes each card's BullMQ job itself (bullmq-job-layout.ts). What it writes is checked here
  * against what BullMQ's own `Queue.add` writes, on two redis-servers given the same steps: every
  * key of the lane's queue, with its type and contents. Only the times differ (the job's timestamp,
  * the streams' entry ids).
  */
-describe('a plain card job written by lanes is the job BullMQ writes', () => {
+describe('a job written by lanes is the job BullMQ writes', () => {
   const LANE = 'contract';
   const lane = LaneConfigSchema.parse({ name: LANE, agent: ['true'], attempts: 3 });
   let servers: TestRedis[] = [];
@@ -84,8 +84,8 @@ describe('a plain card job written by lanes is the job BullMQ writes', () => {
   }
 
   it('runs under the BullMQ whose layout it was checked against', () => {
-    // A new BullMQ: check its addStandardJob against standard-job.ts, then move the version there.
-    expect(installedBullmqVersion).toBe(STANDARD_JOB_BULLMQ_VERSION);
+    // A new BullMQ: check its addStandardJob and addPrioritizedJob against bullmq-job-layout.ts, then move the version there.
+    expect(installedBullmqVersion).toBe(JOB_LAYOUT_BULLMQ_VERSION);
   });
 
   it('a batch of new cards: the same job hashes, wait list, marker, id counter, meta and events', async () => {
@@ -94,6 +94,24 @@ describe('a plain card job written by lanes is the job BullMQ writes', () => {
     // The comparison saw the job itself, not two empty queues.
     expect(keys[`${QUEUE_PREFIX}:${LANE}:a`]).toMatchObject({ name: LANE, data: card('a'), timestamp: 'recent', delay: '0', priority: '0' });
     expect(keys[`${QUEUE_PREFIX}:${LANE}:wait`]).toEqual({ type: 'list', items: ['b', 'a'] });
+  });
+
+  it('prioritized cards: the same prioritized set (scores from the priority counter, in order within a priority), hashes and events', async () => {
+    await enqueueBoth([card('a', { priority: 3 }), card('b'), card('c', { priority: 1 }), card('d', { priority: 3 }), card('e', { priority: MAX_CARD_PRIORITY })]);
+    const keys = await expectSameKeys();
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:prioritized`]).toMatchObject({
+      items: ['c', expect.any(String), 'a', expect.any(String), 'd', expect.any(String), 'e', expect.any(String)],
+    });
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:a`]).toMatchObject({ priority: '3' });
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:wait`]).toEqual({ type: 'list', items: ['b'] });
+  });
+
+  it("prioritized cards past the priority counter's 32 bits: the score wraps as BullMQ's does", async () => {
+    for (const redis of [lanesSide.redis, bullmqSide.redis]) await redis.set(`${QUEUE_PREFIX}:${LANE}:pc`, 0xffff_fffe);
+    await enqueueBoth([card('a', { priority: 3 }), card('b', { priority: 3 }), card('c', { priority: 3 })]);
+    const keys = await expectSameKeys();
+    // BullMQ's score keeps only the counter's low 32 bits, so 'b' and 'c' come before 'a'.
+    expect(keys[`${QUEUE_PREFIX}:${LANE}:prioritized`]).toMatchObject({ items: ['b', expect.any(String), 'c', expect.any(String), 'a', expect.any(String)] });
   });
 
   it('a repeat of a queued card: BullMQ answers a duplicate, and so does lanes', async () => {

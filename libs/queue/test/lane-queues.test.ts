@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LaneConfigSchema, type Card } from '@lanes/contracts';
+import { LaneConfigSchema, MAX_CARD_PRIORITY, type Card } from '@lanes/contracts';
 import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys, type CardWriter } from '@lanes/queue';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
@@ -43,9 +43,9 @@ describe('LaneQueues on real Redis', () => {
   }
 
   /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
-  function laneQueues() {
+  function laneQueues({ writeJobs }: { writeJobs?: boolean } = {}) {
     const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3 });
-    const queues = new LaneQueues({ redis, store, lanes: [lane] });
+    const queues = new LaneQueues({ redis, store, lanes: [lane], ...(writeJobs !== undefined ? { writeJobs } : {}) });
     closers.push(async () => {
       await queues.queue(lane.name)!.obliterate({ force: true });
       await queues.close();
@@ -165,15 +165,35 @@ describe('LaneQueues on real Redis', () => {
     for (const id of ids) expect(await redis.hget(jobKey(lane, id), 'lanesEnqueueGuard')).toBeNull();
   };
 
-  /** A plain card's job is written by lanes' enqueue script, a prioritized card's by BullMQ's add (standard-job.ts). */
+  /** Jobs written by lanes' enqueue script (bullmq-job-layout.ts), or by BullMQ's add (another BullMQ). */
   const JOB_WRITERS = [
-    { priority: 0, writer: "lanes' script", queued: 'waiting' },
-    { priority: 1, writer: "BullMQ's add", queued: 'prioritized' },
+    { writeJobs: true, writer: "lanes' script" },
+    { writeJobs: false, writer: "BullMQ's add" },
   ] as const;
 
-  it.each(JOB_WRITERS)('enqueue gives no job to a card in any state but queued whose job is gone, and leaves no guard (job by $writer)', async ({ priority }) => {
-    const { lane, queues, queue, card } = laneQueues();
-    const [running, blocked, failed, cancelled] = [card({ priority }), card({ priority }), card({ priority }), card({ priority })];
+  it.each(JOB_WRITERS)('enqueue repairs a record left queued with no job, plain or prioritized (job by $writer)', async ({ writeJobs }) => {
+    const { lane, queues, queue, card } = laneQueues({ writeJobs });
+    const [plain, urgent] = [card(), card({ priority: 4 })];
+    for (const c of [plain, urgent]) await store.create(c);
+    expect(await queues.enqueueMany([plain, urgent])).toEqual({
+      ok: true,
+      results: [plain, urgent].map((c) => ({ created: false, id: c.id, state: 'queued' })),
+    });
+    expect(await redis.exists(jobKey(lane.name, plain.id), jobKey(lane.name, urgent.id))).toBe(2);
+    expect(await (await queue.getJob(plain.id))!.getState()).toBe('waiting');
+    expect(await (await queue.getJob(urgent.id))!.getState()).toBe('prioritized');
+  });
+
+  it.each(JOB_WRITERS)('the most urgent and the least urgent priority a card may have both get their job (job by $writer)', async ({ writeJobs }) => {
+    const { queues, queue, card } = laneQueues({ writeJobs });
+    const [first, last] = [card({ priority: 1 }), card({ priority: MAX_CARD_PRIORITY })];
+    expect((await queues.enqueueMany([last, first])).ok).toBe(true);
+    expect(await queue.getPrioritized()).toEqual([expect.objectContaining({ id: first.id }), expect.objectContaining({ id: last.id })]);
+  });
+
+  it.each(JOB_WRITERS)('enqueue gives no job to a card in any state but queued whose job is gone, and leaves no guard (job by $writer)', async ({ writeJobs }) => {
+    const { lane, queues, queue, card } = laneQueues({ writeJobs });
+    const [running, blocked, failed, cancelled] = [card(), card({ priority: 1 }), card(), card({ priority: 2 })];
     for (const c of [running, blocked, failed, cancelled]) await store.create(c);
     await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, await runAs(running, 'r'));
     await store.transition(blocked, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'help', retryAt: Date.now() + 60_000 }, board);
@@ -201,29 +221,29 @@ describe('LaneQueues on real Redis', () => {
     );
   });
 
-  it.each(JOB_WRITERS)('a refused batch writes no record, no job, no event and no guard, and leaves its repeats as they were (job by $writer)', async ({ priority, queued }) => {
-    const { queues, queue, card } = laneQueues();
-    const other = laneQueues();
-    const taken = other.card({ priority });
+  it.each(JOB_WRITERS)('a refused batch writes no record, no job, no event and no guard, and leaves its repeats as they were (job by $writer)', async ({ writeJobs }) => {
+    const { queues, queue, card } = laneQueues({ writeJobs });
+    const other = laneQueues({ writeJobs });
+    const taken = other.card();
     await other.queues.enqueue(taken);
-    const repeat = card({ priority });
+    const repeat = card();
     await queues.enqueue(repeat);
-    const fresh = card({ priority });
+    const fresh = card({ priority: 1 });
     const eventsBefore = (await events.recent(1_000)).length;
     const out = await queues.enqueueMany([fresh, repeat, { ...taken, lane: fresh.lane }]);
     expect(out).toEqual({ ok: false, conflicts: [{ index: 2, id: taken.id, lane: other.lane.name }] });
     expect(await store.get(fresh.id)).toBeUndefined();
     expect(await queue.getJob(fresh.id)).toBeUndefined();
     expect(await queue.getJob(taken.id)).toBeUndefined();
-    expect(await (await queue.getJob(repeat.id))!.getState()).toBe(queued);
-    expect(await (await other.queue.getJob(taken.id))!.getState()).toBe(queued);
+    expect(await (await queue.getJob(repeat.id))!.getState()).toBe('waiting');
+    expect(await (await other.queue.getJob(taken.id))!.getState()).toBe('waiting');
     expect((await store.get(repeat.id))!.history).toHaveLength(1);
     expect((await events.recent(1_000)).length).toBe(eventsBefore);
     await expectNoGuards(fresh.lane, [fresh.id, repeat.id, taken.id]);
   });
 
-  it('the same id twice in one batch on one lane: the first one is the card and its job, whoever writes the job', async () => {
-    const { queues, queue, card } = laneQueues();
+  it.each(JOB_WRITERS)('the same id twice in one batch on one lane: the first one is the card and its job (job by $writer)', async ({ writeJobs }) => {
+    const { queues, queue, card } = laneQueues({ writeJobs });
     const [plainFirst, prioritizedFirst] = [card(), card({ priority: 2 })];
     const out = await queues.enqueueMany([plainFirst, prioritizedFirst, { ...plainFirst, title: 'second', priority: 3 }, { ...prioritizedFirst, title: 'second', priority: 0 }]);
     expect(out.ok && out.results.map((r) => r.created)).toEqual([true, true, false, false]);
@@ -263,25 +283,26 @@ describe('LaneQueues on real Redis', () => {
     return seen.slice(0, seen.indexOf('ping'));
   }
 
-  it('enqueueMany with prioritized cards writes the records and the jobs in one MULTI: one round trip, atomic', async () => {
-    const { queues, queue, card } = laneQueues();
+  it("enqueueMany with BullMQ's add writes the records and the jobs in one MULTI: one round trip, atomic", async () => {
+    const { queues, queue, card } = laneQueues({ writeJobs: false });
     // Scripts loaded first (ioredis loads a script it has not sent before in a round trip of its own).
     await queues.enqueueMany([card({ priority: 1 }), card()]);
     const [urgent, plain] = [card({ priority: 1 }), card()];
-    // MULTI, lanesEnqueue (records, and the plain card's job), the prioritized card's add, lanesEnqueueRelease, EXEC.
-    expect(await commandsOf(() => queues.enqueueMany([urgent, plain]))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'exec']);
+    // MULTI, lanesEnqueue (the records), the two adds, lanesEnqueueRelease, EXEC.
+    expect(await commandsOf(() => queues.enqueueMany([urgent, plain]))).toEqual(['multi', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'exec']);
     expect(await (await queue.getJob(urgent.id))!.getState()).toBe('prioritized');
     expect(await (await queue.getJob(plain.id))!.getState()).toBe('waiting');
   });
 
-  it('a batch of plain cards, or one plain card, is one script call: records and jobs', async () => {
+  it('a batch, or one card, plain or prioritized, is one script call: records and jobs', async () => {
     const { queues, queue, card } = laneQueues();
     await queues.enqueueMany([card(), card()]);
-    const batch = [card(), card(), card()];
+    const batch = [card(), card({ priority: 1 }), card()];
     expect(await commandsOf(() => queues.enqueueMany(batch))).toEqual(['evalsha']);
-    const single = card();
+    const [single, urgent] = [card(), card({ priority: 5 })];
     expect(await commandsOf(() => queues.enqueue(single))).toEqual(['evalsha']);
-    for (const c of [...batch, single]) expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
+    expect(await commandsOf(() => queues.enqueue(urgent))).toEqual(['evalsha']);
+    for (const c of [...batch, single, urgent]) expect(await (await queue.getJob(c.id))!.getState()).toBe(c.priority ? 'prioritized' : 'waiting');
   });
 
   it('a batch writes the same record, history entry and event as a single enqueue, callbackUrl flag included', async () => {
