@@ -4,6 +4,7 @@
 //   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled}
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
@@ -171,8 +172,28 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
       code: exitCode,
       timedOut: command.stopReason === 'timeout',
       cancelled: command.stopReason === 'cancelled',
+      alone: commands.size === 0 && aloneInSandbox(),
     });
   });
+}
+
+/**
+ * Whether nothing but the namespace's pid 1 (the sh that waits for us) and this init is left: no
+ * command and no process a command left behind. The host then knows no process can hold, or write
+ * into, a finished card's directories. Only a PID namespace (its own /proc) can say so; in a
+ * process group /proc is the host's, and the answer is always false.
+ */
+function aloneInSandbox() {
+  const self = String(process.pid);
+  try {
+    for (const name of readdirSync('/proc')) {
+      const c = name.charCodeAt(0);
+      if (c >= 48 && c <= 57 && name !== '1' && name !== self) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Shell conventions: 127 "not found", 126 "found but could not run". */

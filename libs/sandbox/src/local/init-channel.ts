@@ -5,7 +5,8 @@ export type InitEvent =
   | { t: 'pong'; id: number }
   | { t: 'started'; id: number; pid: number }
   | { t: 'out'; id: number; s: 1 | 2; d: string }
-  | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean };
+  /** alone: the init saw no other process in the sandbox once the command ended (PID namespace only). */
+  | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean; alone?: boolean };
 
 export type InitRequest =
   | { op: 'ping' }

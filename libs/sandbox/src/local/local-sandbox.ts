@@ -11,6 +11,7 @@ import { CommandLifecycle } from '../command-lifecycle.js';
 import { ExecQueue } from '../exec-queue.js';
 import { cancelledBeforeStart } from '../exec-result.js';
 import { HostTrash, readHostFile, writeHostFile } from './host-files.js';
+import { reuseTree } from './tree-reuse.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
 import type { ExecOptions, ExecResult, OutputStream, ResetDirsOptions, SandboxHandle } from '../provider.js';
@@ -71,6 +72,11 @@ export class LocalSandbox implements SandboxHandle {
   private terminating: Promise<void> | undefined;
   /** Earlier cards' trees, moved aside into the sandbox's own directory and removed there. */
   private readonly trash: HostTrash;
+  /**
+   * The last command ended with no process left in the sandbox (its init said so), and none has
+   * started since: no process can hold an earlier card's directories, so a reset may reuse them.
+   */
+  private quiet = false;
 
   constructor(private readonly params: LocalSandboxParams) {
     this.trash = new HostTrash(join(params.dir, 'trash'), params.onCleanupError);
@@ -129,9 +135,15 @@ export class LocalSandbox implements SandboxHandle {
   async resetDirs(paths: readonly string[], options: Pick<ResetDirsOptions, 'remove'> = {}): Promise<ExecResult> {
     this.assertUsable();
     const targets = [...new Set(resetTargets(this.provider, this.workdir, paths))];
-    const removals = resetTargets(this.provider, this.workdir, options.remove ?? []).filter((r) => !targets.includes(r));
+    let removals = resetTargets(this.provider, this.workdir, options.remove ?? []).filter((r) => !targets.includes(r));
     const startedAtMs = this.params.now();
     try {
+      // An earlier card's tree becomes this one's when nothing can be holding it (tree-reuse.ts).
+      let clean = new Set<string>();
+      if (this.quiet && removals.length === 1 && targets.length > 0 && !nested(targets)) {
+        const reused = await reuseTree(removals[0]!, targets, this.trash);
+        if (reused) [clean, removals] = [reused, []];
+      }
       // Removals first (one may hold a target, made again below), best effort: an earlier card's
       // leftover must not fail this card.
       for (const r of removals) await this.trash.discard(r).catch((error: unknown) => this.params.onCleanupError?.('remove earlier card', error));
@@ -140,7 +152,7 @@ export class LocalSandbox implements SandboxHandle {
         for (const target of targets) mkdirSync(target, { recursive: true });
       } else {
         for (const target of targets) {
-          if (madeNew(target)) continue;
+          if (clean.has(target) || madeNew(target)) continue;
           await this.trash.discard(target);
           mkdirSync(target, { recursive: true });
         }
@@ -229,6 +241,7 @@ export class LocalSandbox implements SandboxHandle {
     if (signal?.aborted) return Promise.resolve(cancelledBeforeStart(0));
     const { channel, now } = this.params;
     const startedAtMs = now();
+    this.quiet = false;
     return new Promise<ExecResult>((resolvePromise, rejectPromise) => {
       const stdout = new CappedText(this.params.maxOutputChars);
       const stderr = new CappedText(this.params.maxOutputChars);
@@ -269,6 +282,7 @@ export class LocalSandbox implements SandboxHandle {
             return;
           }
           case 'exit':
+            this.quiet = event.alone === true;
             settle();
             resolvePromise({
               exitCode: event.code,
