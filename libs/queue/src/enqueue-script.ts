@@ -76,7 +76,7 @@ local out = {}
 local made, madeHere, hasBlocked = {}, {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
-  -- The job is written here (plain card), or added by BullMQ after this script.
+  -- The job is written here, or (writeJobs off) added by BullMQ after this script.
   local here = jobOpts[i] ~= ''
   -- An id made earlier in this batch is answered with the lane it was made on.
   local again = not states[i] and made[id]

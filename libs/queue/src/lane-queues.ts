@@ -146,9 +146,9 @@ export class LaneQueues {
   }
 
   /**
-   * One card, its job by BullMQ's add: its record script, then its job unless it must get none. The script answers a repeat
-   * with its state and lane; a queued record whose job is gone (a crash between the two writes)
-   * gets its job again; a card in any other state never gets one.
+   * One card whose job BullMQ adds: its record script, then its job unless it must get none. The
+   * script answers a repeat with its state and lane; a queued record whose job is gone (a crash
+   * between the two writes) gets its job again; a card in any other state never gets one.
    */
   private async enqueueOne(card: Card): Promise<EnqueueManyResult> {
     const [created] = await this.deps.store.createMany([card]);

@@ -1,7 +1,7 @@
 // The root of one local sandbox. Runs on bare `node` (no tsx, no build) and is spoken to by the host
 // over its stdio, one JSON object per line:
 //   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?} | {op:'cancel',id}
-//   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled}
+//   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled,alone}
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
