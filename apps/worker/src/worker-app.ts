@@ -6,6 +6,7 @@ import { defaults, type LaneConfig } from '@lanes/contracts';
 import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
+import { subscribeKept } from './cancel-subscriber.js';
 import { LaneWorker } from './lane-worker.js';
 import { evaluateWorkerReadiness, type WorkerPhase, type WorkerReadiness } from './worker-readiness.js';
 
@@ -146,12 +147,12 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     async start() {
       await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider })));
       await beat();
-      subscriber = redis.duplicate();
-      subscriber.on('error', (err: Error) => log.warn({ err: err.message }, 'cancel subscriber connection error'));
-      subscriber.on('message', (_channel: string, cardId: string) => {
-        for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested' }, 'cancel delivered');
+      subscriber = await subscribeKept(redis, keys.cancelChannel(), {
+        onMessage: (cardId) => {
+          for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested' }, 'cancel delivered');
+        },
+        onError: (label, err) => log.warn({ err: err.message }, `cancel subscriber: ${label}`),
       });
-      await subscriber.subscribe(keys.cancelChannel());
       for (const lw of lanes.values()) lw.start();
       heartbeat = setInterval(() => void beat(), heartbeatIntervalMs);
       phase = 'running';
