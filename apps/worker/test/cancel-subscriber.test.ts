@@ -43,7 +43,7 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
   });
 
   it("resubscribes itself, not through ioredis's autoResubscribe (whose SUBSCRIBE has no handler: closed before Redis answers, an unhandled rejection)", async () => {
-    const { sub, errors } = await setUp();
+    const { sub } = await setUp();
     expect(sub.options.autoResubscribe).toBe(false);
     // Closed at the reconnect's 'ready', just after its SUBSCRIBE went out: whatever Redis answers
     // first, nothing is left unhandled (vitest fails the run on an unhandled rejection).
@@ -52,6 +52,5 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
     sub.once('ready', () => sub.disconnect());
     await server!.start();
     await ended;
-    expect(errors.filter((e) => e !== 'connection error' && e !== 'resubscribe failed')).toEqual([]);
   });
 });

@@ -104,21 +104,9 @@ export class LaneQueues {
     }
     if (cards.length === 0) return { ok: true, results: [] };
     if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
-    const at = this.now();
-    const reply = parseEnqueueReply(
-      this.writeJobs
-        ? await this.deps.redis.lanesEnqueue(
-            ...enqueueArgs(
-              cards,
-              at,
-              EVENT_STREAM_MAX_LEN,
-              'enqueue',
-              cards.map((card) => jobLayoutOpts(card, this.lanes.get(card.lane)!)),
-            ),
-          )
-        : await this.enqueueWithAdds(enqueueArgs(cards, at, EVENT_STREAM_MAX_LEN, 'enqueue'), cards),
-      cards.length,
-    );
+    const jobOpts = this.writeJobs ? cards.map((card) => jobLayoutOpts(card, this.lanes.get(card.lane)!)) : [];
+    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts);
+    const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     return {
       ok: true,
