@@ -14,6 +14,9 @@ describe('FleetStore liveness (real Redis)', () => {
   beforeAll(async () => {
     server = await startRedis({ appendonly: true });
     redis = createRedis(server.url);
+    // The restart test stops the server under this connection: its refused reconnects are expected,
+    // and without a listener ioredis prints each as an unhandled error event.
+    redis.on('error', () => undefined);
     fleet = new FleetStore(redis);
   });
   afterAll(async () => {
