@@ -25,7 +25,7 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
   }
 
   it('hears the channel, and hears it again after Redis restarts', async () => {
-    const { base, sub, messages } = await setUp();
+    const { base, sub, messages, errors } = await setUp();
     await base.publish('cancel-test', 'before');
     await waitFor('the message before the restart', () => messages.includes('before'));
     await server!.kill();
@@ -40,6 +40,7 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
       },
       { timeoutMs: 30_000 },
     );
+    expect(errors).not.toContain('resubscribe failed');
   });
 
   it("resubscribes itself, not through ioredis's autoResubscribe (whose SUBSCRIBE has no handler: closed before Redis answers, an unhandled rejection)", async () => {
