@@ -10,7 +10,12 @@ import type { Redis } from 'ioredis';
 export async function subscribeKept(
   from: Redis,
   channel: string,
-  handlers: { onMessage: (message: string) => void; onError: (label: string, err: Error) => void },
+  handlers: {
+    onMessage: (message: string) => void;
+    onError: (label: string, err: Error) => void;
+    /** Subscribed again after a reconnect: whatever was published meanwhile went unheard. */
+    onResubscribed?: () => void;
+  },
 ): Promise<Redis> {
   const conn = from.duplicate({ autoResubscribe: false });
   conn.on('error', (err: Error) => handlers.onError('connection error', err));
@@ -25,7 +30,10 @@ export async function subscribeKept(
   }
   // Every 'ready' from now on is a reconnect.
   conn.on('ready', () => {
-    conn.subscribe(channel).catch((err: Error) => handlers.onError('resubscribe failed', err));
+    conn.subscribe(channel).then(
+      () => handlers.onResubscribed?.(),
+      (err: Error) => handlers.onError('resubscribe failed', err),
+    );
   });
   return conn;
 }

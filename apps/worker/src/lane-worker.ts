@@ -241,11 +241,17 @@ export class LaneWorker {
     return this.deps.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
   }
 
+  /** Stops a card this lane runs; false when it runs none by that id, or that run is already stopping. */
   stopCard(cardId: string, reason: Exclude<StopReason, 'fenced'>): boolean {
     const controller = this.running.get(cardId);
-    if (!controller) return false;
+    if (!controller || controller.signal.aborted) return false;
     controller.abort(reason);
     return true;
+  }
+
+  /** The cards this lane runs now, stopping ones included. */
+  runningCardIds(): string[] {
+    return [...this.running.keys()];
   }
 
   /** Re-drives the lane's blocked cards the trigger frees, per the pure policy. */

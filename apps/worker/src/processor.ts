@@ -162,6 +162,8 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
   const fencedEarly = lease.fenceDecision();
   if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
+  // A cancel answered while no run heard it (a retry's wait, a missed message): nothing starts.
+  if (moved.cancelRequested) return act(run, context, decide(run, context, { kind: 'stopped', reason: 'cancel', step: 'start' }));
   if (moved.takeover) {
     const budget = evaluateCrashBudget(moved, { crashedRunsBudget: CRASHED_RUNS_BUDGET });
     if (budget.action === 'fail') {

@@ -119,6 +119,17 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   let phase: WorkerPhase = 'starting';
   let lastBeatOkAt: number | undefined;
 
+  const stopCancelled = (cardIds: Iterable<string>, via: 'message' | 'request') => {
+    for (const cardId of cardIds) {
+      for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested', via }, 'cancel delivered');
+    }
+  };
+  /** The cancel requests kept on the cards this worker runs: those whose message it did not hear. */
+  const readCancelRequests = async () => {
+    const running = [...lanes.values()].flatMap((lw) => lw.runningCardIds());
+    if (running.length > 0) stopCancelled(await store.cancelRequested(running), 'request');
+  };
+
   const beat = async () => {
     beatSeq += 1;
     await bestEffort(
@@ -130,6 +141,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       },
       warnTo(log),
     );
+    await bestEffort('read cancel requests', readCancelRequests, warnTo(log));
     // After the beat, never awaited by it: a slow provider poll must not stall heartbeats. Started
     // every beat: a slot whose probe is still out skips, the others are probed.
     for (const lw of lanes.values()) {
@@ -148,10 +160,9 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider })));
       await beat();
       subscriber = await subscribeKept(redis, keys.cancelChannel(), {
-        onMessage: (cardId) => {
-          for (const lw of lanes.values()) if (lw.stopCard(cardId, 'cancel')) log.info({ cardId, event: 'card.cancel-requested' }, 'cancel delivered');
-        },
+        onMessage: (cardId) => stopCancelled([cardId], 'message'),
         onError: (label, err) => log.warn({ err: err.message }, `cancel subscriber: ${label}`),
+        onResubscribed: () => void bestEffort('read cancel requests', readCancelRequests, warnTo(log)),
       });
       for (const lw of lanes.values()) lw.start();
       heartbeat = setInterval(() => void beat(), heartbeatIntervalMs);

@@ -19,15 +19,21 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
     conns.push(base);
     const messages: string[] = [];
     const errors: string[] = [];
-    const sub = await subscribeKept(base, 'cancel-test', { onMessage: (m) => messages.push(m), onError: (label) => errors.push(label) });
+    const resubscribed = { count: 0 };
+    const sub = await subscribeKept(base, 'cancel-test', {
+      onMessage: (m) => messages.push(m),
+      onError: (label) => errors.push(label),
+      onResubscribed: () => resubscribed.count++,
+    });
     conns.push(sub);
-    return { base, sub, messages, errors };
+    return { base, sub, messages, errors, resubscribed };
   }
 
-  it('hears the channel, and hears it again after Redis restarts', async () => {
-    const { base, sub, messages, errors } = await setUp();
+  it('hears the channel, and hears it again after Redis restarts, saying it is back so that what was missed is read', async () => {
+    const { base, sub, messages, errors, resubscribed } = await setUp();
     await base.publish('cancel-test', 'before');
     await waitFor('the message before the restart', () => messages.includes('before'));
+    expect(resubscribed.count).toBe(0);
     await server!.kill();
     await server!.start();
     await waitFor('the subscriber to reconnect', () => sub.status === 'ready', { timeoutMs: 30_000 });
@@ -41,6 +47,7 @@ describe('the cancel subscriber keeps its subscription across a Redis restart', 
       { timeoutMs: 30_000 },
     );
     expect(errors).not.toContain('resubscribe failed');
+    expect(resubscribed.count).toBeGreaterThanOrEqual(1);
   });
 
   it("resubscribes itself, not through ioredis's autoResubscribe (whose SUBSCRIBE has no handler: closed before Redis answers, an unhandled rejection)", async () => {

@@ -6,8 +6,12 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     lanesCardWrite(...args: Array<string | number>): Result<unknown, Context>;
     lanesCardFenced(...args: Array<string | number>): Result<unknown, Context>;
+    lanesCardCancel(...args: Array<string | number>): Result<unknown, Context>;
   }
 }
+
+/** The card hash field that keeps a cancel request for whichever run holds the card, now or next. */
+export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
 
 /**
  * The one writer of card moves (a new record is `lanesEnqueue`'s, in enqueue-script.ts). In one
@@ -82,7 +86,9 @@ apply()
 local suspects = redis.call('SCARD', KEYS[6])
 -- A finished card has no more takeovers to judge.
 if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
-return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0'}
+-- A cancel kept on the card: the run that moved it to running is to stop before it starts anything.
+local cancel = (to == 'running' and redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1) and '1' or '0'
+return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0', cancel}
 `;
 
 /**
@@ -95,6 +101,21 @@ redis.call('SADD', KEYS[2], ARGV[1])
 return redis.call('SREM', KEYS[1], ARGV[1])
 `;
 
+/**
+ * A cancel of a card that may be running: kept on the card, then published. Pub/sub keeps nothing
+ * for a subscriber that is reconnecting, so the worker also reads the request each heartbeat.
+ * A finished card is left as it is. KEYS: 1 card hash. ARGV: 1 requested at, 2 channel, 3 card id.
+ * Answers the card's state, or '' when there is no card.
+ */
+const CANCEL_LUA = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return '' end
+if state == 'done' or state == 'failed' or state == 'cancelled' then return state end
+redis.call('HSET', KEYS[1], '${CANCEL_REQUESTED_FIELD}', ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return state
+`;
+
 const defined = new WeakSet<Redis>();
 
 export function defineCardScripts(redis: Redis): void {
@@ -102,14 +123,18 @@ export function defineCardScripts(redis: Redis): void {
   defined.add(redis);
   redis.defineCommand('lanesCardWrite', { numberOfKeys: 8, lua: WRITE_LUA });
   redis.defineCommand('lanesCardFenced', { numberOfKeys: 2, lua: FENCED_LUA });
+  redis.defineCommand('lanesCardCancel', { numberOfKeys: 1, lua: CANCEL_LUA });
 }
 
 const Count = z.coerce.number().int().nonnegative();
 
 /** What the script answered, decoded rather than trusted. */
 export const ScriptReplySchema = z.union([
-  /** ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a run need not read the record). */
-  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count]),
+  /**
+   * ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a
+   * run need not read the record), and, for a move to running, whether a cancel waits on the card.
+   */
+  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count, z.enum(['0', '1'])]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);

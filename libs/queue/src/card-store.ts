@@ -16,7 +16,7 @@ import {
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
 import { isCallbackEvent } from './callback-events.js';
-import { ScriptReplySchema, defineCardScripts } from './card-script.js';
+import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
@@ -41,6 +41,8 @@ export type TransitionResult =
       crashSuspects: number;
       /** The card's infra-retry count after the move, so a run needs no read of the record. */
       infraRetries: number;
+      /** A move to running found a cancel request on the card: the run is to stop before it starts anything. */
+      cancelRequested: boolean;
     }
   | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
 
@@ -125,7 +127,7 @@ export class CardStore {
     const reply = await this.run(card, move.to, legalSourcesOf(move.to), writer, rendered);
     switch (reply[0]) {
       case 'ok':
-        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4] };
+        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4], cancelRequested: reply[5] === '1' };
       case 'not-found':
         return { ok: false, refusal: 'not-found' };
       case 'illegal':
@@ -140,6 +142,25 @@ export class CardStore {
   /** Says that run `token` of the card lost its lock while alive, so its takeover is no crash. */
   async markFenced(cardId: string, token: string): Promise<void> {
     await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), token);
+  }
+
+  /**
+   * Asks whichever run holds the card to cancel it: kept on the card, and published for the
+   * workers listening. A finished card is left alone. Answers the card's state, or undefined when
+   * there is no such card.
+   */
+  async requestCancel(cardId: string): Promise<CardState | undefined> {
+    const state = await this.deps.redis.lanesCardCancel(keys.card(cardId), new Date(this.deps.now()).toISOString(), keys.cancelChannel(), cardId);
+    return state === '' ? undefined : CardStateSchema.parse(state);
+  }
+
+  /** Which of these cards have a cancel request (one round trip). */
+  async cancelRequested(cardIds: readonly string[]): Promise<string[]> {
+    if (cardIds.length === 0) return [];
+    const pipeline = this.deps.redis.pipeline();
+    for (const id of cardIds) pipeline.hexists(keys.card(id), CANCEL_REQUESTED_FIELD);
+    const replies = (await pipeline.exec()) ?? [];
+    return cardIds.filter((_, i) => replies[i]?.[1] === 1);
   }
 
   /** Blocked cards of a lane, oldest first, with why they wait (one round trip for the reasons). */

@@ -180,8 +180,10 @@ export class LaneQueues {
       }
     }
     // Running (or just became active): the slot that holds it kills its process group and records the cancel.
-    await this.deps.redis.publish(keys.cancelChannel(), cardId);
-    return { ok: true, state: record.state };
+    const state = await this.deps.store.requestCancel(cardId);
+    if (state === undefined) return { ok: false, code: 'CARD_NOT_FOUND', message: `no card ${cardId}` };
+    if (isTerminalCardState(state)) return { ok: false, code: 'CARD_STATE', state, message: `card ${cardId} is already ${state}` };
+    return { ok: true, state };
   }
 
   /** A needs-human card goes back to the queue; its attempts are untouched. */

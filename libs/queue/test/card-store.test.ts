@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Card } from '@lanes/contracts';
 import { CardStore, CasStore, EventLog, FleetStore, createRedis, keys, type CardWriter } from '@lanes/queue';
-import { startRedis, type TestRedis } from '../../../test/harness/index.js';
+import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 /** Fixed clock: history timestamps and blocked-set scores are exact. */
 const T0 = Date.UTC(2025, 0, 2, 3, 4, 5);
@@ -257,6 +257,46 @@ describe('CardStore on real Redis', () => {
     const record = (await store.get(card.id))!;
     expect(record).toMatchObject({ state: 'failed', failedReason: 'command-failed' });
     expect(record.history.map((h) => h.state)).toEqual(['queued', 'running', 'failed']);
+  });
+
+  it('requestCancel keeps the request on a card that may run and publishes it; a finished or unknown card gets nothing', async () => {
+    const listener = redis.duplicate();
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, id: string) => heard.push(id));
+    await listener.subscribe(keys.cancelChannel());
+    try {
+      const queued = newCard();
+      const running = newCard();
+      const done = newCard();
+      for (const c of [queued, running, done]) await store.create(c);
+      const r = await runAs(running, 'c1');
+      await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, r);
+      const d = await runAs(done, 'c2');
+      await store.transition(done, { to: 'running', attempt: 1, sandboxId: 'sb' }, d);
+      await store.transition(done, { to: 'done', attempt: 1, result: null }, d);
+
+      expect(await store.requestCancel(running.id)).toBe('running');
+      expect(await store.requestCancel(queued.id)).toBe('queued');
+      expect(await store.requestCancel(done.id)).toBe('done');
+      const unknown = uid('card');
+      expect(await store.requestCancel(unknown)).toBeUndefined();
+      // No key is made for a card that does not exist.
+      expect(await redis.exists(keys.card(unknown))).toBe(0);
+
+      expect(await store.cancelRequested([done.id, running.id, unknown, queued.id])).toEqual([running.id, queued.id]);
+      expect(await store.cancelRequested([])).toEqual([]);
+      // The request rides on the record and survives moves: a retry's next run still finds it.
+      await store.transition(running, { to: 'queued', attempt: 1, message: 'retry' }, r);
+      expect(await store.cancelRequested([running.id])).toEqual([running.id]);
+      expect((await store.get(running.id))!.state).toBe('queued');
+      // The next move to running says so, so that run starts nothing.
+      const again = await runAs(queued, 'c3');
+      expect(await store.transition(queued, { to: 'running', attempt: 1, sandboxId: 'sb' }, again)).toMatchObject({ ok: true, state: 'running', cancelRequested: true });
+      await waitFor('both cancels heard', () => heard.length >= 2);
+      expect(heard).toEqual([running.id, queued.id]);
+    } finally {
+      listener.disconnect();
+    }
   });
 });
 

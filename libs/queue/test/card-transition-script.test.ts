@@ -95,10 +95,24 @@ describe('card transition script on real Redis', () => {
     const card = newCard();
     await store.create(card);
     const first = await lockAs(card, 'run-a');
-    expect(await store.transition(card, running('sb-a'), first)).toEqual({ ok: true, state: 'running', takeover: false, crashSuspects: 0, infraRetries: 0 });
+    expect(await store.transition(card, running('sb-a'), first)).toEqual({
+      ok: true,
+      state: 'running',
+      takeover: false,
+      crashSuspects: 0,
+      infraRetries: 0,
+      cancelRequested: false,
+    });
     // Run a lost its lock; BullMQ gave the job to run b, which took the card over.
     const second = await lockAs(card, 'run-b');
-    expect(await store.transition(card, running('sb-b'), second)).toEqual({ ok: true, state: 'running', takeover: true, crashSuspects: 1, infraRetries: 0 });
+    expect(await store.transition(card, running('sb-b'), second)).toEqual({
+      ok: true,
+      state: 'running',
+      takeover: true,
+      crashSuspects: 1,
+      infraRetries: 0,
+      cancelRequested: false,
+    });
 
     const before = await snapshot(card);
     expect(await store.transition(card, done('sb-a'), first)).toEqual({ ok: false, refusal: 'stale', state: 'running' });
