@@ -1,6 +1,7 @@
 import type { SoakArgs } from './args.js';
 import type { SoakApi } from './api.js';
 import { envOf, isSameProcess, procStartTime } from './proc.js';
+import { workerIdIn } from './logs.js';
 import type { FaultKind, PlannedFault } from './schedule.js';
 import { LANE, type Topology } from './topology.js';
 
@@ -53,7 +54,9 @@ export class FaultRunner {
     const done = (extra: Partial<InjectedFault> = {}) => {
       const entry: InjectedFault = { kind: f.kind, atMs, endMs: Date.now(), ...extra };
       this.injected.push(entry);
-      this.deps.log(`fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - atMs} ms)`);
+      this.deps.log(
+        `fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.note ? `: ${entry.note}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - atMs} ms)`,
+      );
     };
     const { topology: t, args } = this.deps;
     const workerIndex = f.worker ?? Math.floor(f.pick * args.workers);
@@ -63,15 +66,15 @@ export class FaultRunner {
         return kill ? done({ target: `${kill.sandboxId} (card ${kill.cardId}, pid ${kill.pid})` }) : done({ skipped: 'no busy sandbox of ours was found' });
       }
       case 'cancel': {
-        // A card that is running or still queued, so the cancel has something to do: the cards on
-        // busy slots and the latest ones enqueued.
+        // A card that is running, so the cancel has a process group to kill; with none running (or
+        // Redis away), one of the latest enqueued, which may still be queued.
         let running: string[] = [];
         try {
           running = ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).flatMap((s) => (s.cardId ? [s.cardId] : []));
         } catch {
           // Redis away: pick among the queued ones
         }
-        const ids = [...new Set([...running, ...this.deps.enqueued().slice(-2 * args.workers * args.slots)])];
+        const ids = running.length > 0 ? running : this.deps.enqueued().slice(-2 * args.workers * args.slots);
         const id = ids[Math.floor(f.pick * ids.length)];
         if (!id) return done({ skipped: 'no card enqueued yet' });
         let status = 0;
@@ -116,11 +119,36 @@ export class FaultRunner {
       case 'partition': {
         const w = t.current(workerIndex);
         t.partition(workerIndex, true);
-        await sleep(args.outageMs);
+        // A cancel the cut-off worker cannot hear, of a card it runs: the API still answers it.
+        const cancelled = await this.cancelRunningOn(w.proc.label, atMs);
+        await sleep(Math.max(0, atMs + args.outageMs - Date.now()));
         t.partition(workerIndex, false);
-        return done({ target: w.proc.label, note: t.mode === 'netns' ? 'veth link down' : 'SIGSTOP (plain mode)' });
+        const how = t.mode === 'netns' ? 'veth link down' : 'SIGSTOP (plain mode)';
+        return done({ target: w.proc.label, note: cancelled ? `${how}; cancelled ${cancelled.cardId} on it: HTTP ${cancelled.status}` : how });
       }
     }
+  }
+
+  /** Cancels a card that the worker instance `label` runs, as its last published slots say; none if it runs none. */
+  private async cancelRunningOn(label: string, atMs: number): Promise<{ cardId: string; status: number } | undefined> {
+    const workerId = workerIdIn(this.deps.topology.logsDir, label);
+    if (!workerId) return undefined;
+    let cardId: string | undefined;
+    try {
+      cardId = ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).find((s) => s.worker === workerId && s.cardId)?.cardId;
+    } catch {
+      return undefined;
+    }
+    if (!cardId) return undefined;
+    let status: number;
+    try {
+      status = await this.deps.api.cancel(cardId);
+    } catch {
+      status = -1;
+    }
+    const entry = { cardId, atMs, status };
+    this.cancelled.push(entry);
+    return entry;
   }
 
   /** kill -9 of a sandbox that is running a card, if the pid really is one of ours (its env says so). */

@@ -26,6 +26,17 @@ function lines(path: string): Array<Record<string, unknown>> {
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
+/** The worker id a worker instance logs under, once its log has a line that names it. */
+export function workerIdIn(logsDir: string, label: string): string | undefined {
+  try {
+    return lines(join(logsDir, `${label}.log`))
+      .map((l) => str(l.worker))
+      .find((id) => id !== undefined);
+  } catch {
+    return undefined;
+  }
+}
+
 export function readLogFacts(logsDir: string): LogFacts {
   const facts: LogFacts = { workerIds: new Map(), reaps: [], forgotten: [], deadSandboxes: new Set() };
   for (const file of readdirSync(logsDir)) {

@@ -163,6 +163,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     sandboxKills: faults.sandboxKills,
     injected: faults.injected,
     ...(queueEnds ? { queueEnds } : {}),
+    cancels: faults.cancelled,
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage
     // of X can be up to about X later; only then do the beats resume. So a reap up to an outage

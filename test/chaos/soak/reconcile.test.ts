@@ -125,3 +125,29 @@ describe('disagrees (board vs queue)', () => {
     expect(disagrees(board, queue)).toBe(want);
   });
 });
+
+describe('reconcile: cancels', () => {
+  it('counts the cancels the API accepted once per card, and names the accepted ones that did not end cancelled', () => {
+    const cards = new Map([
+      ['c1', card(['queued', 'running', 'cancelled'])],
+      ['c2', card(['queued', 'running', 'done'])],
+      ['c3', card(['queued', 'running', 'done'])],
+    ]);
+    const r = reconcile(
+      input({
+        cardIds: ['c1', 'c2', 'c3'],
+        cards,
+        cancels: [
+          { cardId: 'c1', status: 202 },
+          { cardId: 'c1', status: 409 },
+          { cardId: 'c2', status: 202 },
+          { cardId: 'c3', status: 409 },
+        ],
+      }),
+    );
+    expect(r.cancels).toEqual({ accepted: 2, endedCancelled: 1 });
+    expect(r.examples.acceptedCancelNotCancelled).toEqual(['c2: done']);
+    expect(r.failures).toEqual([]);
+    expect(reconcile(input({})).cancels).toEqual({ accepted: 0, endedCancelled: 0 });
+  });
+});

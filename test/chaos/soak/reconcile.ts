@@ -35,6 +35,8 @@ export interface ReconcileInput {
   unexpectedExits: readonly string[];
   /** Where BullMQ says each card's job ended; undefined when Redis could not be read. */
   queueEnds?: ReadonlyMap<string, QueueEnd>;
+  /** The soak's cancels and the API's answer to each (-1: no answer). */
+  cancels?: ReadonlyArray<{ cardId: string; status: number }>;
 }
 
 export interface SoakResult {
@@ -54,6 +56,8 @@ export interface SoakResult {
   sandboxKills: { injected: number; detected: number };
   workerKills: { injected: number; detected: number };
   recoveryMs: { samples: number; p50?: number; p95?: number };
+  /** Cancels the API answered 202, and how many of those cards ended cancelled (a run may finish first). */
+  cancels: { accepted: number; endedCancelled: number };
   /** Board says done, the ledger has no run of the card that finished. */
   doneWithoutFinishedRun: number;
   unexpectedExits: string[];
@@ -61,7 +65,15 @@ export interface SoakResult {
   boardQueueDisagree: number;
   runs: number;
   faults: Record<string, number>;
-  examples: { lost: string[]; concurrent: string[]; terminalTwice: string[]; falseReaps: string[]; leftTerminal: string[]; boardQueueDisagree: string[] };
+  examples: {
+    lost: string[];
+    concurrent: string[];
+    terminalTwice: string[];
+    falseReaps: string[];
+    leftTerminal: string[];
+    boardQueueDisagree: string[];
+    acceptedCancelNotCancelled: string[];
+  };
   failures: string[];
 }
 
@@ -150,6 +162,8 @@ export function reconcile(input: ReconcileInput): SoakResult {
   const disagreeing = input.queueEnds ? input.cardIds.filter((id) => disagrees(input.cards.get(id)?.state, input.queueEnds!.get(id))) : [];
   const runs = runsOf(input.ledger);
   const doneWithoutRun = [...input.cards.entries()].filter(([id, c]) => c?.state === 'done' && !(runs.get(id) ?? []).some((r) => r.outcome === 'ok')).length;
+  const acceptedCancels = [...new Set((input.cancels ?? []).filter((c) => c.status === 202).map((c) => c.cardId))];
+  const cancelNotCancelled = acceptedCancels.filter((id) => input.cards.get(id)?.state !== 'cancelled');
   const faults: Record<string, number> = {};
   for (const f of input.injected) if (!f.skipped) faults[f.kind] = (faults[f.kind] ?? 0) + 1;
 
@@ -169,6 +183,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     sandboxKills: { injected: input.sandboxKills.length, detected: sandboxDetected },
     workerKills: { injected: killedWorkers.length, detected: workerDetected },
     recoveryMs: { samples: recovery.length, ...(recovery.length ? { p50: percentile(recovery, 50)!, p95: percentile(recovery, 95)! } : {}) },
+    cancels: { accepted: acceptedCancels.length, endedCancelled: acceptedCancels.length - cancelNotCancelled.length },
     doneWithoutFinishedRun: doneWithoutRun,
     unexpectedExits: [...input.unexpectedExits],
     boardQueueDisagree: disagreeing.length,
@@ -181,6 +196,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
       falseReaps: falseReaps.slice(0, EXAMPLES),
       leftTerminal: leftTerminal.slice(0, EXAMPLES),
       boardQueueDisagree: disagreeing.slice(0, EXAMPLES).map((id) => `${id}: board ${input.cards.get(id)?.state ?? '?'}, queue ${input.queueEnds?.get(id) ?? '?'}`),
+      acceptedCancelNotCancelled: cancelNotCancelled.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
     },
     failures: [],
   };

@@ -35,6 +35,7 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, ''],
     ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, ''],
     ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
+    ['cancels accepted (202) / of those, ended cancelled', `${r.cancels.accepted} / ${r.cancels.endedCancelled}`, ''],
     ['agent runs (ledger)', String(r.runs), ''],
     ['done without a finished run in the ledger', String(r.doneWithoutFinishedRun), ''],
     ['board and queue disagree', String(r.boardQueueDisagree), ''],
