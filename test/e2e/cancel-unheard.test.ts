@@ -62,7 +62,7 @@ describe('a cancel the worker did not hear', () => {
     expect(cancelled.sandboxId).toBe(running.sandboxId);
     expect(cancelled.history.filter((h) => h.state === 'running')).toHaveLength(1);
     // The command's process group was killed, not the sandbox: the slot is live and takes the next card.
-    await waitFor('slot live again', async () => (await t.api.lanes())[0]!.slots.every((s) => s.sandbox?.state === 'live' && !s.cardId));
+    await waitFor('slot live again', async () => (await t.api.lanes()).find((l) => l.name === 'demo')!.slots.every((s) => s.sandbox?.state === 'live' && !s.cardId));
     await t.api.request('POST', '/v1/cards', { id: 'after-unheard', lane: 'demo', title: 'next' });
     const next = await t.api.waitCard('after-unheard', 'done', (c) => c.state === 'done');
     expect(next.sandboxId).toBe(running.sandboxId);
