@@ -1,3 +1,4 @@
+import type { SlotStatus } from '@lanes/contracts';
 import type { SoakArgs } from './args.js';
 import type { SoakApi } from './api.js';
 import { envOf, isSameProcess, procStartTime } from './proc.js';
@@ -68,22 +69,11 @@ export class FaultRunner {
       case 'cancel': {
         // A card that is running, so the cancel has a process group to kill; with none running (or
         // Redis away), one of the latest enqueued, which may still be queued.
-        let running: string[] = [];
-        try {
-          running = ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).flatMap((s) => (s.cardId ? [s.cardId] : []));
-        } catch {
-          // Redis away: pick among the queued ones
-        }
+        const running = ((await this.busySlots()) ?? []).map((s) => s.cardId!);
         const ids = running.length > 0 ? running : this.deps.enqueued().slice(-2 * args.workers * args.slots);
         const id = ids[Math.floor(f.pick * ids.length)];
         if (!id) return done({ skipped: 'no card enqueued yet' });
-        let status = 0;
-        try {
-          status = await this.deps.api.cancel(id);
-        } catch {
-          status = -1;
-        }
-        this.cancelled.push({ cardId: id, atMs, status });
+        const { status } = await this.cancel(id, atMs);
         return done({ target: id, note: `HTTP ${status}` });
       }
       case 'worker-kill': {
@@ -129,17 +119,17 @@ export class FaultRunner {
     }
   }
 
-  /** Cancels a card that the worker instance `label` runs, as its last published slots say; none if it runs none. */
-  private async cancelRunningOn(label: string, atMs: number): Promise<{ cardId: string; status: number } | undefined> {
-    const workerId = workerIdIn(this.deps.topology.logsDir, label);
-    if (!workerId) return undefined;
-    let cardId: string | undefined;
+  /** The lane's slots that hold a card, as last published; undefined when the API cannot say (Redis away). */
+  private async busySlots(): Promise<SlotStatus[] | undefined> {
     try {
-      cardId = ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).find((s) => s.worker === workerId && s.cardId)?.cardId;
+      return ((await this.deps.api.lanes())?.find((l) => l.name === LANE)?.slots ?? []).filter((s) => s.cardId);
     } catch {
       return undefined;
     }
-    if (!cardId) return undefined;
+  }
+
+  /** Cancels a card through the API and records its answer (-1: none). */
+  private async cancel(cardId: string, atMs: number): Promise<{ cardId: string; atMs: number; status: number }> {
     let status: number;
     try {
       status = await this.deps.api.cancel(cardId);
@@ -151,19 +141,19 @@ export class FaultRunner {
     return entry;
   }
 
+  /** Cancels a card that the worker instance `label` runs, as its last published slots say; none if it runs none. */
+  private async cancelRunningOn(label: string, atMs: number): Promise<{ cardId: string; status: number } | undefined> {
+    const workerId = workerIdIn(this.deps.topology.logsDir, label);
+    const cardId = workerId ? (await this.busySlots())?.find((s) => s.worker === workerId)?.cardId : undefined;
+    return cardId ? this.cancel(cardId, atMs) : undefined;
+  }
+
   /** kill -9 of a sandbox that is running a card, if the pid really is one of ours (its env says so). */
   private async killBusySandbox(pick: number): Promise<SandboxKill | undefined> {
     const deadline = Date.now() + SANDBOX_PICK_WINDOW_MS;
     while (Date.now() < deadline) {
-      let lanes;
-      try {
-        lanes = await this.deps.api.lanes();
-      } catch {
-        lanes = undefined;
-      }
-      const busy = (lanes?.find((l) => l.name === LANE)?.slots ?? []).filter(
+      const busy = ((await this.busySlots()) ?? []).filter(
         (s) =>
-          s.cardId &&
           s.sandbox?.state === 'live' &&
           s.sandbox.pid !== undefined &&
           envOf(s.sandbox.pid, 'LANES_SANDBOX_ID') === s.sandbox.id &&
