@@ -1,18 +1,52 @@
 import { z } from 'zod';
 
-/** BullMQ forbids ':' in custom job ids, and a card id is its job id. */
-export const CARD_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+/**
+ * BullMQ forbids ':' in custom job ids, and a card id is its job id. It also names the card's
+ * directory in its sandbox, so it starts with a letter or digit: `.` and `..` would name the
+ * directory's parent, and a leading `-` reads as an option to any tool handed the id.
+ */
+export const CARD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** The longest card id; path parameters must admit it. */
+export const MAX_CARD_ID_CHARS = 128;
 /** Lane names become BullMQ queue names, which forbid ':'. */
 export const LANE_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-export const CardIdSchema = z.string().regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-]');
+export const CardIdSchema = z.string().regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-], starting with a letter or digit');
 
 export const LaneNameSchema = z.string().regex(LANE_NAME_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
 
+/**
+ * Why a branch name is refused, or undefined when git would take it (`git check-ref-format
+ * --branch`'s rules). Agents hand branches to git on a command line, so a leading `-` is an option
+ * injection (`--upload-pack=…`), and whitespace, control characters and `..` are never a ref.
+ */
+export function gitRefProblem(ref: string): string | undefined {
+  if (ref.startsWith('-')) return 'must not start with "-"';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  if (/[\x00-\x20\x7f]/.test(ref)) return 'must not contain whitespace or control characters';
+  if (ref.includes('..')) return 'must not contain ".."';
+  if (/[~^:?*[\\]/.test(ref)) return 'must not contain any of ~ ^ : ? * [ \\';
+  if (ref.includes('@{') || ref === '@') return 'must not contain "@{" or be "@"';
+  if (ref.includes('//') || ref.startsWith('/') || ref.endsWith('/')) return 'must not start or end with "/" or contain "//"';
+  if (ref.endsWith('.') || ref.endsWith('.lock') || ref.split('/').some((part) => part.startsWith('.'))) {
+    return 'must not end with "." or ".lock", or have a part starting with "."';
+  }
+  return undefined;
+}
+
+const GitRefSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .superRefine((ref, ctx) => {
+    const problem = gitRefProblem(ref);
+    if (problem) ctx.addIssue({ code: 'custom', message: `not a git branch name: ${problem}` });
+  });
+
 export const PullRequestSchema = z.strictObject({
   number: z.number().int().positive(),
-  branch: z.string().min(1).max(255),
-  base: z.string().min(1).max(255).optional(),
+  branch: GitRefSchema,
+  base: GitRefSchema.optional(),
 });
 
 /**

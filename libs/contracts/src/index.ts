@@ -1,6 +1,8 @@
 export {
   CARD_ID_PATTERN,
+  MAX_CARD_ID_CHARS,
   LANE_NAME_PATTERN,
+  gitRefProblem,
   MAX_CARD_PRIORITY,
   CardIdSchema,
   LaneNameSchema,

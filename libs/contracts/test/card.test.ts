@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CardValidationError, ConfigError, isTerminalCardState, parseCard, parseLanesConfig } from '@lanes/contracts';
+import { CardValidationError, ConfigError, gitRefProblem, isTerminalCardState, parseCard, parseLanesConfig } from '@lanes/contracts';
 
 const makeId = () => 'generated-id';
 
@@ -22,6 +22,17 @@ describe('parseCard', () => {
     [{ id: 'has:colon', lane: 'a', title: 't' }, 'id'],
     [{ lane: 'a', title: 't', pr: { number: 'twelve', branch: 'x' } }, 'pr.number'],
     [{ lane: 'a', title: 't', callbackUrl: 'not a url' }, 'callbackUrl'],
+    // A card id names a directory in the sandbox: `..` would be its parent.
+    [{ id: '..', lane: 'a', title: 't' }, 'id'],
+    [{ id: '.', lane: 'a', title: 't' }, 'id'],
+    [{ id: '-rf', lane: 'a', title: 't' }, 'id'],
+    [{ id: 'x'.repeat(129), lane: 'a', title: 't' }, 'id'],
+    // Branches reach git on an agent's command line.
+    [{ lane: 'a', title: 't', pr: { number: 1, branch: '--upload-pack=touch /tmp/pwn' } }, 'pr.branch'],
+    [{ lane: 'a', title: 't', pr: { number: 1, branch: 'fix x' } }, 'pr.branch'],
+    [{ lane: 'a', title: 't', pr: { number: 1, branch: 'a\nb' } }, 'pr.branch'],
+    [{ lane: 'a', title: 't', pr: { number: 1, branch: 'a..b' } }, 'pr.branch'],
+    [{ lane: 'a', title: 't', pr: { number: 1, branch: 'ok', base: '-main' } }, 'pr.base'],
     [{ lane: 'a', title: 't', surprise: 1 }, 'surprise'],
     // Over BullMQ's own limit (2²¹ − 1): its add would refuse the job after the record was written.
     [{ lane: 'a', title: 't', priority: 2_097_152 }, 'priority'],
@@ -35,6 +46,36 @@ describe('parseCard', () => {
       expect(e.message).toContain(field);
       expect(e.issues.length).toBeGreaterThan(0);
     }
+  });
+
+  it('takes a 128-character id and ordinary branch names', () => {
+    const id = `a${'b'.repeat(127)}`;
+    const card = parseCard({ id, lane: 'a', title: 't', pr: { number: 1, branch: 'feat/x-1_2.3', base: 'release/2026.12' } }, makeId);
+    expect(card.id).toBe(id);
+  });
+
+  it.each([
+    ['-x', 'must not start with "-"'],
+    ['a\tb', 'whitespace or control'],
+    ['a\u007fb', 'whitespace or control'],
+    ['a..b', '".."'],
+    ['a~1', '~ ^ :'],
+    ['a^', '~ ^ :'],
+    ['a:b', '~ ^ :'],
+    ['a\\b', '~ ^ :'],
+    ['a@{1}', '@{'],
+    ['/a', '"/"'],
+    ['a//b', '"/"'],
+    ['a/', '"/"'],
+    ['a.lock', '.lock'],
+    ['a/.hidden', '"."'],
+    ['a.', '"."'],
+  ])('gitRefProblem refuses %j', (ref, why) => {
+    expect(gitRefProblem(ref)).toContain(why);
+  });
+
+  it.each(['main', 'fix/flaky', 'feat/x-1_2.3', 'v1.2', 'user@host', 'a-'])('gitRefProblem takes %j', (ref) => {
+    expect(gitRefProblem(ref)).toBeUndefined();
   });
 
   it('refuses a non-object', () => {
