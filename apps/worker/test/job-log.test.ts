@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_LOG_MAX_LINES, jobLogSink } from '../src/index.js';
+import { JOB_LOG_MAX_LINE_CHARS, JOB_LOG_MAX_LINES } from '../src/job-log.js';
+import { jobLogSink } from '../src/index.js';
 
 /** A writer whose writes stay in flight until released, recording each batch. */
 function heldWriter() {
@@ -61,5 +62,30 @@ describe('jobLogSink', () => {
     expect(written).toHaveLength(JOB_LOG_MAX_LINES + 1);
     expect(written.at(-2)).toBe(`l${JOB_LOG_MAX_LINES - 1}`);
     expect(written.at(-1)).toBe(`… output truncated after ${JOB_LOG_MAX_LINES} lines`);
+  });
+
+  it('cuts a long line to JOB_LOG_MAX_LINE_CHARS, saying how much was cut', async () => {
+    const written: string[] = [];
+    const sink = jobLogSink(async (lines) => void written.push(...lines));
+    sink.onOutput('stdout', `${'x'.repeat(JOB_LOG_MAX_LINE_CHARS + 10)}\nshort\n`);
+    sink.onOutput('stderr', 'y'.repeat(JOB_LOG_MAX_LINE_CHARS));
+    sink.onOutput('stderr', 'yy');
+    sink.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(written).toEqual([
+      `${'x'.repeat(JOB_LOG_MAX_LINE_CHARS)} … [10 more characters cut]`,
+      'short',
+      `[stderr] ${'y'.repeat(JOB_LOG_MAX_LINE_CHARS)} … [2 more characters cut]`,
+    ]);
+  });
+
+  it('takes 20 MB with no newline in 20,000 chunks as one capped line (the old splitter rebuilt the open line per chunk: quadratic)', async () => {
+    const written: string[] = [];
+    const sink = jobLogSink(async (lines) => void written.push(...lines));
+    const chunk = 'z'.repeat(1_000);
+    for (let i = 0; i < 20_000; i++) sink.onOutput('stdout', chunk);
+    sink.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(written).toEqual([`${'z'.repeat(JOB_LOG_MAX_LINE_CHARS)} … [${20_000_000 - JOB_LOG_MAX_LINE_CHARS} more characters cut]`]);
   });
 });

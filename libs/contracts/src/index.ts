@@ -57,6 +57,9 @@ export {
   type RespawnConfig,
   type SlotScalingConfig,
   type LaneConfigInput,
+  IsolationSettingSchema,
+  STACK_ENV_PATTERN,
+  type IsolationSetting,
   type LaneConfig,
   type LanesConfigInput,
   type LanesConfig,
@@ -80,6 +83,7 @@ export { EventTypeSchema, LaneEventSchema, type EventType, type LaneEvent } from
 export { toIssues, parseCard, parseLanesConfig } from './validation.js';
 export * as defaults from './defaults.js';
 export * from './errors/index.js';
+export * as agentLimits from './agent-limits.js';
 export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
 export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';
 export {

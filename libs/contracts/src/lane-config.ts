@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { LaneNameSchema } from './card.js';
 import * as D from './defaults.js';
+import { DEFAULT_MAX_RESULT_BYTES, MAX_RESULT_BYTES_LIMIT } from './agent-limits.js';
 import { FileSyncSchema } from './sandbox.js';
 
 const Argv = z.array(z.string()).min(1, 'must name a program');
@@ -54,6 +55,24 @@ export const SlotScalingConfigSchema = z.strictObject({
 });
 export type SlotScalingConfig = z.infer<typeof SlotScalingConfigSchema>;
 
+/**
+ * How a local lane fences its agents (README "Threat model"):
+ * - `separate-uid`: each sandbox runs as an unprivileged uid of its own, in its own PID namespace,
+ *   its card directories owned by that uid and closed to everyone else. For untrusted agents.
+ * - `pid-namespace`: its own PID namespace, as the worker's own user. Trusted agents only.
+ * - `process-group`: a process group, as the worker's own user. Trusted agents only.
+ * - `auto`: the strongest this machine allows, said at boot and in `GET /v1/lanes`.
+ */
+export const IsolationSettingSchema = z.enum(['auto', 'separate-uid', 'pid-namespace', 'process-group']);
+export type IsolationSetting = z.infer<typeof IsolationSettingSchema>;
+
+/**
+ * Environment variables that are lanes' own credentials or control: a local lane may not map them
+ * into its agents as `secrets` (DESIGN: no secret of the stack reaches an agent).
+ */
+export const STACK_ENV_PATTERN =
+  /^(REDIS_URL|REDIS_SENTINELS|REDIS_SENTINEL_NAME|REDIS_PASSWORD|LANES_API_TOKENS?|LANES_CALLBACK_SECRET.*|LANES_CONFIG|MODAL_TOKEN_ID|MODAL_TOKEN_SECRET|NODE_OPTIONS)$/;
+
 export const LaneConfigSchema = z
   .strictObject({
     name: LaneNameSchema,
@@ -66,7 +85,12 @@ export const LaneConfigSchema = z
     setup: z.array(Argv).default([]),
     agent: Argv,
     env: z.record(z.string(), z.string()).default({}),
+    /** Modal: names of Modal Secrets. Local: names of the worker's environment variables handed to the agent (never lanes' own). */
     secrets: z.array(z.string().min(1)).default([]),
+    /** Local lanes only; see IsolationSettingSchema. */
+    isolation: IsolationSettingSchema.default('auto'),
+    /** result.json and blocked.json are read up to this many bytes; a larger one fails the card naming the file. */
+    maxResultBytes: z.number().int().positive().max(MAX_RESULT_BYTES_LIMIT).default(DEFAULT_MAX_RESULT_BYTES),
     files: z.array(FileSyncSchema).default([]),
     commandTimeoutMs: Ms.default(D.DEFAULT_COMMAND_TIMEOUT_MS),
     setupTimeoutMs: Ms.default(D.DEFAULT_SETUP_TIMEOUT_MS),
@@ -86,6 +110,13 @@ export const LaneConfigSchema = z
     return { ...lane, slots, minSlots: lane.minSlots ?? Math.min(slots, lane.maxSlots ?? slots), maxSlots: lane.maxSlots ?? Math.max(slots, lane.minSlots ?? 0) };
   })
   .superRefine((lane, ctx) => {
+    if (lane.provider === 'local') {
+      lane.secrets.forEach((name, i) => {
+        if (STACK_ENV_PATTERN.test(name)) ctx.addIssue({ code: 'custom', path: ['secrets', i], message: `${name} is a credential of lanes itself and never reaches an agent` });
+      });
+    } else if (lane.isolation !== 'auto') {
+      ctx.addIssue({ code: 'custom', path: ['isolation'], message: 'applies to local lanes only (a Modal sandbox is its own machine)' });
+    }
     if (lane.minSlots > lane.maxSlots) {
       ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ maxSlots (${lane.maxSlots})` });
       return;

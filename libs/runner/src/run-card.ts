@@ -1,15 +1,14 @@
-import type { Card, LaneConfig } from '@lanes/contracts';
+import { agentLimits, type Card, type LaneConfig } from '@lanes/contracts';
 import type { OutputStream, SandboxHandle } from '@lanes/sandbox';
 import { cardEnv } from './card-env.js';
 import { cardPaths, type CardPaths } from './card-paths.js';
 import { checkedCall, checkedExec, type CheckDeps, type CheckedCommand } from './command-check.js';
 import type { RunOutcome, Step } from './run-outcome.js';
 import { readAgentFiles } from './agent-files.js';
+import { lastLine } from './cap-chars.js';
 
 /** The agent protocol: this exit code means "a human must look", like a blocked.json. */
 export const NEEDS_HUMAN_EXIT_CODE = 75;
-/** How much of a failing command's output goes into its history message. */
-const MESSAGE_TAIL_CHARS = 500;
 
 export interface RunInput {
   card: Card;
@@ -57,7 +56,7 @@ export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise
     if (stop) return stop;
     if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);
   }
-  return interpretAgent(deps, paths, last!);
+  return interpretAgent(deps, paths, last!, lane.maxResultBytes);
 }
 
 /** Writes the card file and gives the attempt clean output and work directories. */
@@ -101,15 +100,17 @@ function interruption(c: CheckedCommand, step: Step): RunOutcome | undefined {
 function failed(c: CheckedCommand, step: Step): RunOutcome {
   const o = c.outcome;
   if (o.kind === 'threw') return { kind: 'failed', failedReason: 'command-failed', message: `${step}: ${o.message}`, step };
-  const tail = (o.stderr || o.stdout).slice(-MESSAGE_TAIL_CHARS).trim();
+  const tail = (o.stderr || o.stdout).slice(-agentLimits.MAX_MESSAGE_TAIL_CHARS).trim();
   if (o.timedOut) return { kind: 'failed', failedReason: 'timeout', exitCode: o.exitCode, message: `${step} timed out${tail ? `: ${tail}` : ''}`, step };
   return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: `${step} exited ${o.exitCode}${tail ? `: ${tail}` : ''}`, step };
 }
 
-async function interpretAgent(deps: RunDeps, paths: CardPaths, agent: CheckedCommand): Promise<RunOutcome> {
+async function interpretAgent(deps: RunDeps, paths: CardPaths, agent: CheckedCommand, maxResultBytes: number): Promise<RunOutcome> {
   const o = agent.outcome;
   if (o.kind !== 'exited' || o.timedOut) return failed(agent, 'agent');
-  const files = await readAgentFiles(deps.handle, paths);
+  const files = await readAgentFiles(deps.handle, paths, maxResultBytes);
+  // A link, a FIFO, a file over the cap: the agent broke the protocol; the sandbox is fine.
+  if (files.refused) return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: files.refused, step: 'agent' };
   if (files.readError) {
     // What the agent decided is unknown: never a silent done. The same check as a failed card-file
     // write tells a dead sandbox or an outage from a sandbox that is fine.
@@ -120,7 +121,7 @@ async function interpretAgent(deps: RunDeps, paths: CardPaths, agent: CheckedCom
     return { kind: 'failed', failedReason: 'command-failed', exitCode: o.exitCode, message: files.readError.message, step: 'agent' };
   }
   if (o.exitCode === NEEDS_HUMAN_EXIT_CODE || files.blocked) {
-    const reason = files.blocked?.reason ?? (o.stdout.trim().split('\n').pop() || 'the agent asked for a human');
+    const reason = files.blocked?.reason ?? (lastLine(o.stdout, agentLimits.MAX_BLOCK_REASON_CHARS) || 'the agent asked for a human');
     return { kind: 'needs-human', reason, exitCode: o.exitCode, step: 'agent' };
   }
   if (o.exitCode !== 0) return failed(agent, 'agent');

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LaneConfigSchema, ProviderInvalidError, ProviderUnavailableError, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
+import { LaneConfigSchema, ProviderInvalidError, agentLimits, ProviderUnavailableError, type Card, type LaneConfig, type LaneConfigInput } from '@lanes/contracts';
 import { createLocalProvider, type LocalSandboxProvider, type OutputStream, type SandboxHandle } from '@lanes/sandbox';
 import { cardPaths, prepareCard, runCard, type RunOutcome } from '@lanes/runner';
 import { waitFor } from '../../../test/harness/index.js';
@@ -33,6 +33,7 @@ switch (m.mode) {
     write('result.json', { env, cwd: process.cwd(), setupMarker: existsSync('setup-marker') ? readFileSync('setup-marker', 'utf8') : null, cardFile: raw });
     process.exit(0);
   }
+  case 'sh': { const { execFileSync } = await import('node:child_process'); execFileSync('sh', ['-c', m.script], { stdio: 'inherit' }); process.exit(m.exitCode ?? 0); }
   case 'by-attempt': if (process.env.LANES_ATTEMPT === '1') write('result.json', { attempt: 1 }); process.exit(0);
   case 'sleep': console.log('started'); setInterval(() => undefined, 1_000); break;
   default: console.error('unknown mode ' + m.mode); process.exit(2);
@@ -144,6 +145,33 @@ describe('runCard on a real local sandbox', () => {
       exitCode,
       step: 'agent',
     });
+  });
+
+  it.each([
+    ['a FIFO as result.json', 'mkfifo "$LANES_OUTPUT_DIR/result.json"', 'result.json is a FIFO, not a regular file'],
+    ['a link to /dev/zero', 'ln -s /dev/zero "$LANES_OUTPUT_DIR/result.json"', 'result.json is a symbolic link; lanes reads no file through a link'],
+    [
+      "blocked.json linked to the worker's own environment",
+      'ln -s /proc/self/environ "$LANES_OUTPUT_DIR/blocked.json"',
+      'blocked.json is a symbolic link; lanes reads no file through a link',
+    ],
+    ['a result over maxResultBytes', 'head -c 5000 /dev/zero | tr "\\0" a > "$LANES_OUTPUT_DIR/result.json"', 'result.json is 5,000 bytes (limit 4,096 bytes)'],
+  ])('%s fails the card naming the file and the rule, and the sandbox runs the next card', async (_what, script, message) => {
+    const outcome = await run(card({ mode: 'sh', script, exitCode: script.includes('blocked') ? 75 : 0 }), lane({ maxResultBytes: 4_096 }));
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', step: 'agent', message });
+    expect(await run(card({ mode: 'result', result: { ok: 1 } }))).toEqual({ kind: 'done', result: { ok: 1 }, step: 'agent' });
+  });
+
+  it('a block reason is capped at MAX_BLOCK_REASON_CHARS, from blocked.json and from the last stdout line of an exit 75', async () => {
+    const huge = 'r'.repeat(100_000);
+    const fromFile = await run(card({ mode: 'blocked-json', reason: huge, exitCode: 75 }), lane({ maxResultBytes: 200_000 }));
+    const fromStdout = await run(card({ mode: 'exit-75', reason: huge }));
+    for (const outcome of [fromFile, fromStdout]) {
+      expect(outcome.kind).toBe('needs-human');
+      const reason = outcome.kind === 'needs-human' ? outcome.reason : '';
+      expect(reason.length).toBe(agentLimits.MAX_BLOCK_REASON_CHARS);
+      expect(reason).toMatch(/^r+ … \[98,\d{3} more characters cut\]$/);
+    }
   });
 
   it('exit 3 is failed command-failed with exit code 3 and the output tail in the message', async () => {

@@ -9,7 +9,7 @@ import {
   type SandboxSpec,
   type SandboxTags,
 } from '@lanes/contracts';
-import type { CreateOptions, ExecOptions, ExecResult, ResetDirsOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
+import type { CreateOptions, ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle, SandboxProvider, SandboxRef } from './provider.js';
 
 /** The exit code a sandbox killed by the faulty provider reports (SIGKILL, as Modal reports terminate). */
 export const FAULTY_KILLED_EXIT_CODE = 137;
@@ -134,8 +134,8 @@ class FaultySandboxHandle implements SandboxHandle {
     return this.inner.writeFile(path, data);
   }
 
-  readFile(path: string): Promise<Uint8Array | undefined> {
-    return this.inner.readFile(path);
+  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array | undefined> {
+    return this.inner.readFile(path, options);
   }
 
   terminate(): Promise<void> {

@@ -1,5 +1,5 @@
 // @lanes/sandbox public surface. One export line per concept so parallel additions do not conflict.
-export type { OutputStream, ExecOptions, ExecResult, ResetDirsOptions, SandboxHandle, CreateOptions, SandboxRef, SandboxProvider } from './provider.js';
+export type { OutputStream, ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle, CreateOptions, SandboxRef, SandboxProvider } from './provider.js';
 export { resetTargets, RESET_DIRS_SCRIPT } from './reset-dirs.js';
 export { ExecQueue, type RawExec, type ExecQueueDeps } from './exec-queue.js';
 export { CANCELLED_EXIT_CODE, cancelledBeforeStart, exitCodeOf, signalExitCode } from './exec-result.js';

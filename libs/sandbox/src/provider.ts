@@ -17,6 +17,11 @@ export interface ExecOptions {
   onOutput?: (stream: OutputStream, chunk: string) => void;
 }
 
+export interface ReadFileOptions {
+  /** Default agentLimits.DEFAULT_MAX_RESULT_BYTES. */
+  maxBytes?: number;
+}
+
 /** What a reset that runs as a command (a remote sandbox) is bounded by. */
 export type ResetDirsOptions = Pick<ExecOptions, 'timeoutMs' | 'killGraceMs' | 'signal'> & {
   /** Removed with everything in them and not made again (an earlier card's directory), in the same call; best effort. */
@@ -52,8 +57,13 @@ export interface SandboxHandle {
   poll(): Promise<PollResult>;
   /** Writes a file inside the sandbox, creating parent directories. */
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
-  /** Reads a file inside the sandbox; undefined when it does not exist. */
-  readFile(path: string): Promise<Uint8Array | undefined>;
+  /**
+   * Reads a file an agent left inside the sandbox, as untrusted input: never through a link (the
+   * file or any directory below the workdir), only a regular file, without blocking, at most
+   * `maxBytes`, within the provider's file deadline. Undefined when it does not exist. A file that
+   * breaks a rule throws AgentFileError naming the file and the rule (the sandbox is fine).
+   */
+  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array | undefined>;
   /**
    * Empties directories for a fresh attempt: each path is removed with everything in it, then made
    * again, empty; `options.remove` paths are removed only. Every path must lie strictly inside

@@ -16,7 +16,7 @@
  * Commands assume a Linux userland with bash, coreutils and /proc (any Debian-like image).
  */
 import type { SandboxSpec } from '@lanes/contracts';
-import { ProviderInvalidError, SandboxGoneError } from '@lanes/contracts';
+import { AgentFileError, ProviderInvalidError, SandboxGoneError } from '@lanes/contracts';
 import { CANCELLED_EXIT_CODE, type CreateOptions, type ExecResult, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { outputWatcher, waitFor } from './support/wait-for.js';
@@ -281,6 +281,34 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       expect(await handle.readFile(`${handle.workdir}/bytes.bin`)).toEqual(binary);
 
       expect(await handle.readFile(`${handle.workdir}/no/such/file`)).toBeUndefined();
+    });
+
+    it('(h2) readFile takes what an agent leaves as untrusted: no link (file or directory), no FIFO or device, nothing over the cap; the sandbox stays usable', async () => {
+      const handle = await create();
+      const out = `${handle.workdir}/cards/c1/out`;
+      const refusedAs = async (path: string, maxBytes?: number): Promise<AgentFileError> => {
+        const error = await handle.readFile(path, maxBytes === undefined ? {} : { maxBytes }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(AgentFileError);
+        return error as AgentFileError;
+      };
+      const sh = (script: string) => handle.exec(['sh', '-c', script], { cwd: handle.workdir, timeoutMs: 10_000 });
+      expect((await sh(`mkdir -p ${out} && mkfifo ${out}/result.json && ln -s /dev/zero ${out}/zero.json && head -c 2000 /dev/zero > ${out}/big.json`)).exitCode).toBe(0);
+      expect((await refusedAs(`${out}/result.json`)).message).toBe('result.json is a FIFO, not a regular file');
+      const link = await refusedAs(`${out}/zero.json`);
+      expect([link.rule, link.message]).toEqual(['link', 'zero.json is a symbolic link; lanes reads no file through a link']);
+      const big = await refusedAs(`${out}/big.json`, 1_000);
+      expect([big.rule, big.message]).toEqual(['too-large', 'big.json is 2,000 bytes (limit 1,000 bytes)']);
+      expect(
+        (await sh(`rm -rf ${out} && mkdir -p ${handle.workdir}/elsewhere && echo '{}' > ${handle.workdir}/elsewhere/result.json && ln -s ${handle.workdir}/elsewhere ${out}`))
+          .exitCode,
+      ).toBe(0);
+      expect((await refusedAs(`${out}/result.json`)).message).toBe('result.json is under out, which is a symbolic link; lanes reads no file through a link');
+      // Nothing above blocked or broke the sandbox: the next command and a plain read still work.
+      expect((await sh(`rm -f ${out} && mkdir -p ${out} && echo '{"ok":true}' > ${out}/result.json`)).exitCode).toBe(0);
+      expect(new TextDecoder().decode(await handle.readFile(`${out}/result.json`))).toBe('{"ok":true}\n');
     });
 
     it('(i) resetDirs empties directories (contents, nested trees, hidden files), makes missing ones, and leaves everything else alone', async () => {

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HostTrash, SYNC_FILE_MAX_BYTES, SYNC_REMOVE_MAX_ENTRIES, readHostFile, writeHostFile } from '../src/local/host-files.js';
+import { HostTrash, SYNC_FILE_MAX_BYTES, SYNC_REMOVE_MAX_ENTRIES, writeHostFile } from '../src/local/host-files.js';
 
 describe('host files of a local sandbox', () => {
   const dirs: string[] = [];
@@ -74,18 +74,6 @@ describe('host files of a local sandbox', () => {
   it('a missing path is nothing to discard', async () => {
     const base = await tempDir();
     await expect(new HostTrash(join(base, 'trash')).discard(join(base, 'never-made'))).resolves.toBeUndefined();
-  });
-
-  it('reads: missing or under a file is undefined; small and large files come back whole', async () => {
-    const base = await tempDir();
-    expect(await readHostFile(join(base, 'missing.json'))).toBeUndefined();
-    await writeFile(join(base, 'plain'), 'a file');
-    expect(await readHostFile(join(base, 'plain', 'under-a-file'))).toBeUndefined();
-    await writeFile(join(base, 'small.json'), '{"ok":true}');
-    expect((await readHostFile(join(base, 'small.json')))!.toString()).toBe('{"ok":true}');
-    const large = Buffer.alloc(SYNC_FILE_MAX_BYTES + 10, 'y');
-    await writeFile(join(base, 'large'), large);
-    expect((await readHostFile(join(base, 'large')))!.equals(large)).toBe(true);
   });
 
   it('writes make a missing parent, small and large alike', async () => {

@@ -27,24 +27,6 @@ export async function writeHostFile(path: string, data: string | Uint8Array): Pr
   }
 }
 
-/** The file's bytes; undefined when it (or a directory on its path) does not exist. */
-export async function readHostFile(path: string): Promise<Buffer | undefined> {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw error;
-  }
-  try {
-    if (fstatSync(fd).size <= SYNC_FILE_MAX_BYTES) return readFileSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  return readFile(path);
-}
-
 /**
  * Moves trees out of the way at once and removes them: a rename, then up to
  * SYNC_REMOVE_MAX_ENTRIES entries removed synchronously, and what is left in the background. The

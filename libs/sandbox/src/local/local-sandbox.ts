@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { PollResult } from '@lanes/contracts';
-import { IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
+import { AgentFileError, IllegalStateError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, agentLimits } from '@lanes/contracts';
 import { KILL_SWEEP_LIMIT_MS } from '../../runtime/kill-escalation.mjs';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { CappedText } from '../capped-text.js';
@@ -10,11 +10,12 @@ import { withDeadline } from '../deadline.js';
 import { CommandLifecycle } from '../command-lifecycle.js';
 import { ExecQueue } from '../exec-queue.js';
 import { cancelledBeforeStart } from '../exec-result.js';
-import { HostTrash, readHostFile, writeHostFile } from './host-files.js';
+import { HostTrash, writeHostFile } from './host-files.js';
+import { readBeneath } from './read-beneath.js';
 import { reuseTree } from './tree-reuse.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
-import type { ExecOptions, ExecResult, OutputStream, ResetDirsOptions, SandboxHandle } from '../provider.js';
+import type { ExecOptions, ExecResult, OutputStream, ReadFileOptions, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { resetResult, resetTargets } from '../reset-dirs.js';
 import { reapSandbox } from '../sandbox-reaper.js';
 import type { SandboxRecord } from './sandbox-registry.js';
@@ -118,9 +119,13 @@ export class LocalSandbox implements SandboxHandle {
     await writeHostFile(this.resolvePath(path), data);
   }
 
-  async readFile(path: string): Promise<Uint8Array | undefined> {
+  /** Only below the workdir: lanes reads back nothing else from an agent. */
+  async readFile(path: string, options: ReadFileOptions = {}): Promise<Uint8Array | undefined> {
     this.assertUsable();
-    const buffer = await readHostFile(this.resolvePath(path));
+    const target = this.resolvePath(path);
+    const relative = target.startsWith(`${this.workdir}/`) ? target.slice(this.workdir.length + 1).split('/') : undefined;
+    if (!relative) throw new AgentFileError(basename(target), 'outside-workdir', `is outside the sandbox workdir ${this.workdir}`);
+    const buffer = readBeneath(this.workdir, relative, options.maxBytes ?? agentLimits.DEFAULT_MAX_RESULT_BYTES);
     return buffer && new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   }
 

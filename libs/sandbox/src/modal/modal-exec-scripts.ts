@@ -104,6 +104,32 @@ export const CANARY_SCRIPT = [
   'printf "%s\\n" "$2"',
 ].join('\n');
 
+/**
+ * The check before lanes reads a file an agent left (result.json, blocked.json): walks from the
+ * workdir down, refusing a link on any component, and prints one verdict line:
+ * `missing` | `link <component>` | `type <what>` | `size <bytes>` (a regular file). The SDK's own
+ * readBytes follows links and blocks on a FIFO, so it runs only after `size` and under a deadline,
+ * and its answer is held to the same cap.
+ *
+ * argv: sh -c CHECK_FILE_SCRIPT lanes-check-file <workdir> <path below it, relative>
+ */
+export const CHECK_FILE_SCRIPT = [
+  'p="$1"; rel="$2"',
+  'IFS=/; set -f',
+  'for c in $rel; do',
+  '  p="$p/$c"',
+  '  if [ -L "$p" ]; then printf "link %s\\n" "$c"; exit 0; fi',
+  '  if [ ! -e "$p" ]; then echo missing; exit 0; fi',
+  'done',
+  'if [ -p "$p" ]; then echo "type a FIFO"; elif [ -d "$p" ]; then echo "type a directory"; elif [ -S "$p" ]; then echo "type a socket"',
+  'elif [ -c "$p" ]; then echo "type a character device"; elif [ -b "$p" ]; then echo "type a block device"; elif [ ! -f "$p" ]; then echo "type not a file"',
+  'else printf "size %s\\n" "$(wc -c < "$p")"; fi',
+].join('\n');
+
+export function checkFileArgv(workdir: string, relative: string): string[] {
+  return ['sh', '-c', CHECK_FILE_SCRIPT, 'lanes-check-file', workdir, relative];
+}
+
 export function wrapArgv(execId: string, argv: readonly string[]): string[] {
   return ['sh', '-c', WRAP_SCRIPT, 'lanes-exec', execId, ...argv];
 }

@@ -1,0 +1,20 @@
+/**
+ * Every size an agent controls, capped before it reaches Redis, events, callbacks or logs. An agent
+ * is arbitrary code steered by a model: it may print gigabytes, leave a 40 MB result or a block
+ * reason of 16 MiB. Each cap is named once here, with its unit; README "Threat model" lists them.
+ */
+
+/** result.json (and blocked.json) are read up to this many bytes; past it the card fails naming the file. Per lane: `maxResultBytes`. */
+export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+/** The most a lane may set `maxResultBytes` to: the result is stored on the card and sent in every GET and callback. */
+export const MAX_RESULT_BYTES_LIMIT = 16 * 1024 * 1024;
+/** A needs-human reason (blocked.json's `reason`, or the last stdout line of an exit 75) is cut to this. */
+export const MAX_BLOCK_REASON_CHARS = 2_000;
+/** A failing command's message carries this much of its output's tail into the card's history. */
+export const MAX_MESSAGE_TAIL_CHARS = 500;
+/** Per stream, how much of a command's output tail a provider keeps in memory for the verdict (the job log sees the rest, capped below). */
+export const DEFAULT_MAX_OUTPUT_CHARS = 1024 * 1024;
+/** The BullMQ job log keeps at most this many lines of a card's output... */
+export const JOB_LOG_MAX_LINES = 2_000;
+/** ...each cut to this many characters (a line with no newline for a gigabyte is still one line). */
+export const JOB_LOG_MAX_LINE_CHARS = 4_096;
