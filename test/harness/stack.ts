@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { startStack, type Stack, type StackOptions } from '@lanes/cli';
 import { parseLanesConfig, type LaneConfigInput, type LaneConfig } from '@lanes/contracts';
-import { createProviderRegistry, type SandboxProvider } from '@lanes/sandbox';
+import { createProviderRegistry, detectIsolation, type SandboxProvider } from '@lanes/sandbox';
 import { apiClient, type ApiClient } from './api.js';
 
 export interface TestStack {
@@ -29,7 +29,11 @@ export async function startTestStack(
 ): Promise<TestStack> {
   const sandboxDir = options.sandboxDir ?? mkdtempSync(join(tmpdir(), 'lanes-e2e-'));
   const log = testLog();
-  const config = parseLanesConfig({ lanes });
+  // A local lane runs where its test's agent can run: the PID namespace (or a process group), the
+  // isolation these suites were written for, unless the test asks for another (the hostile-agent
+  // suite asks for separate-uid). `auto` would pick separate-uid on a root machine whose agent files
+  // others can read, and not in a clone under a private directory: the same test must not change mode.
+  const config = parseLanesConfig({ lanes: lanes.map((l) => (l.provider === 'modal' ? l : { isolation: detectIsolation(), ...l })) });
   const registry = createProviderRegistry({ sandboxDir, env: {}, log });
   const wrapped = new Map<string, SandboxProvider>();
   const providerFor = (lane: LaneConfig) => {
@@ -46,6 +50,7 @@ export async function startTestStack(
     lanes: config.lanes,
     log,
     providerFor,
+    isolationOf: (lane) => registry.isolation(lane),
     providers: registry.all(config.lanes),
     port: 0,
     heartbeatIntervalMs: 500,

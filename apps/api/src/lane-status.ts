@@ -18,7 +18,7 @@ const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 
  * and its slots stay listed: unknown never reads as gone.
  */
 export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> {
-  const verdicts = await deps.fleet.liveness();
+  const [verdicts, isolations] = await Promise.all([deps.fleet.liveness(), deps.fleet.isolations()]);
   return Promise.all(
     deps.lanes.map(async (lane) => {
       const queue = deps.queues.queue(lane.name)!;
@@ -50,6 +50,7 @@ export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> 
         breaker,
         desiredSlots: desired.desired,
         outage: health?.status === 'outage',
+        ...(isolations[lane.name] ? { isolation: isolations[lane.name] } : {}),
       };
     }),
   );

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createApiServer, type ApiServer } from '@lanes/api';
-import type { CallbackAllowRule, LaneConfig } from '@lanes/contracts';
+import type { CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
@@ -14,6 +14,8 @@ export interface StackOptions {
   lanes: readonly LaneConfig[];
   log: Logger;
   providerFor: (lane: LaneConfig) => SandboxProvider;
+  /** How each lane's agents are fenced (ProviderRegistry.isolation); reported at boot and in GET /v1/lanes. */
+  isolationOf?: (lane: LaneConfig) => LaneIsolation;
   /** Every provider the supervisor may reap orphans from. */
   providers: readonly SandboxProvider[];
   filesBaseDir?: string;
@@ -94,6 +96,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         redis,
         log: options.log,
         providerFor: options.providerFor,
+        ...(options.isolationOf ? { isolationOf: options.isolationOf } : {}),
         ...(options.filesBaseDir ? { filesBaseDir: options.filesBaseDir } : {}),
         ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),

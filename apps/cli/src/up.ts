@@ -37,6 +37,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       lanes,
       log,
       providerFor: (lane) => providers.forLane(lane),
+      isolationOf: (lane) => providers.isolation(lane),
       providers: providers.all(lanes),
       filesBaseDir: baseDir,
       port,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { defaults, type LaneConfig } from '@lanes/contracts';
+import { defaults, type LaneConfig, type LaneIsolation } from '@lanes/contracts';
 import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -55,6 +55,8 @@ export interface WorkerAppOptions {
   log: Logger;
   /** The provider each lane's slots create sandboxes with. */
   providerFor: (lane: LaneConfig) => SandboxProvider;
+  /** How each lane's agents are fenced: said at boot and published for GET /v1/lanes. Unset: not reported. */
+  isolationOf?: (lane: LaneConfig) => LaneIsolation;
   filesBaseDir?: string;
   workerId?: string;
   heartbeatIntervalMs?: number;
@@ -157,7 +159,8 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
     workerId,
     lanes,
     async start() {
-      await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider })));
+      await fleet.registerLanes(options.lanes.map((l) => ({ name: l.name, provider: l.provider, ...(options.isolationOf ? { isolation: options.isolationOf(l) } : {}) })));
+      for (const lane of options.lanes) announceIsolation(log, lane.name, options.isolationOf?.(lane));
       await beat();
       subscriber = await subscribeKept(redis, keys.cancelChannel(), {
         onMessage: (cardId) => stopCancelled([cardId], 'message'),
@@ -188,4 +191,12 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       log.info({ event: 'worker.stopped' }, 'worker stopped');
     },
   };
+}
+
+/** Said once at boot: a lane that can only run trusted agents says so as a warning, with why. */
+function announceIsolation(log: Logger, lane: string, isolation: LaneIsolation | undefined): void {
+  if (!isolation) return;
+  const fields = { lane, isolation: isolation.mode, trustedAgentsOnly: isolation.trustedAgentsOnly, ...(isolation.why ? { why: isolation.why } : {}), event: 'lane.isolation' };
+  if (isolation.trustedAgentsOnly) log.warn(fields, `lane ${lane} runs TRUSTED AGENTS ONLY (${isolation.mode}): ${isolation.why ?? 'no separation from the worker'}`);
+  else log.info(fields, `lane ${lane} isolates its agents (${isolation.mode})`);
 }

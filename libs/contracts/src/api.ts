@@ -37,6 +37,16 @@ export const SlotStatusSchema = z.object({
 });
 export type SlotStatus = z.infer<typeof SlotStatusSchema>;
 
+/** How a lane's agents are fenced (README "Threat model"): only `separate-uid` and `modal` keep an agent from the stack. */
+export const LaneIsolationSchema = z.object({
+  mode: z.enum(['separate-uid', 'pid-namespace', 'process-group', 'modal']),
+  /** True unless agents are kept from the worker, the other slots and lanes' own files. */
+  trustedAgentsOnly: z.boolean(),
+  /** Why the lane runs weaker than it could (what the machine or the lane's files lack). */
+  why: z.string().optional(),
+});
+export type LaneIsolation = z.infer<typeof LaneIsolationSchema>;
+
 export const LaneStatusSchema = z.object({
   name: z.string(),
   provider: z.string(),
@@ -49,5 +59,7 @@ export const LaneStatusSchema = z.object({
   }),
   desiredSlots: z.number().int(),
   outage: z.boolean(),
+  /** As its workers reported it at boot; absent until one has. */
+  isolation: LaneIsolationSchema.optional(),
 });
 export type LaneStatus = z.infer<typeof LaneStatusSchema>;

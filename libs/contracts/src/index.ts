@@ -72,6 +72,8 @@ export {
   BreakerStateSchema,
   SlotStatusSchema,
   LaneStatusSchema,
+  LaneIsolationSchema,
+  type LaneIsolation,
   type EnqueueResponse,
   type BulkEnqueueResponse,
   type ErrorBody,

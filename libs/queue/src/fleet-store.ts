@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { LivenessVerdictSchema, type BreakerStateName, type LivenessVerdict, type SandboxRecord, type SlotStatus } from '@lanes/contracts';
+import { LaneIsolationSchema, LivenessVerdictSchema, type BreakerStateName, type LaneIsolation, type LivenessVerdict, type SandboxRecord, type SlotStatus } from '@lanes/contracts';
 import { keys } from './names.js';
 
 /** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
@@ -74,9 +74,23 @@ export class FleetStore {
     return out;
   }
 
-  async registerLanes(lanes: Array<{ name: string; provider: string }>): Promise<void> {
+  async registerLanes(lanes: Array<{ name: string; provider: string; isolation?: LaneIsolation }>): Promise<void> {
     if (lanes.length === 0) return;
-    await this.redis.hset(keys.lanes(), Object.fromEntries(lanes.map((l) => [l.name, l.provider])));
+    const isolations = lanes.filter((l) => l.isolation).map((l) => [l.name, JSON.stringify(l.isolation)]);
+    const pipeline = this.redis.multi().hset(keys.lanes(), Object.fromEntries(lanes.map((l) => [l.name, l.provider])));
+    if (isolations.length > 0) pipeline.hset(keys.laneIsolation(), Object.fromEntries(isolations));
+    await pipeline.exec();
+  }
+
+  /** Each lane's isolation as its workers last reported it at boot. Unreadable entries are left out. */
+  async isolations(): Promise<Record<string, LaneIsolation>> {
+    const raw = await this.redis.hgetall(keys.laneIsolation());
+    const out: Record<string, LaneIsolation> = {};
+    for (const [lane, json] of Object.entries(raw)) {
+      const parsed = LaneIsolationSchema.safeParse(safeJson(json));
+      if (parsed.success) out[lane] = parsed.data;
+    }
+    return out;
   }
 
   async lanes(): Promise<Record<string, string>> {

@@ -24,6 +24,7 @@ export const keys = {
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,
   sandbox: (id: string) => `${STORE_PREFIX}:sandbox:${id}`,
   lanes: () => `${STORE_PREFIX}:lanes`,
+  laneIsolation: () => `${STORE_PREFIX}:lanes:isolation`,
   /** Hash: worker id → beat sequence. (The older `workers` key held timestamps; it is no longer read.) */
   workerBeats: () => `${STORE_PREFIX}:worker-beats`,
   /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */

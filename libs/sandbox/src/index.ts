@@ -15,7 +15,9 @@ export {
   type LocalProviderDeps,
 } from './local/local-provider.js';
 export { LocalSandbox, type LocalSandboxState } from './local/local-sandbox.js';
-export { detectIsolation, type IsolationMode } from './local/isolation.js';
+export { detectIsolation, isolatesAgents, type IsolationMode } from './local/isolation.js';
+export { resolveLaneIsolation, firstUnreadablePath, type IsolationCapabilities } from './local/lane-isolation.js';
+export { probeSeparateUid, type SeparateUidProbe } from './local/separate-uid.js';
 export { sandboxMembers, SANDBOX_ID_ENV, EXEC_ID_ENV } from './sandbox-reaper.js';
 export { isAlive } from './proc.js';
 export {
@@ -64,4 +66,5 @@ export {
 } from './modal/modal-provider.js';
 export { ModalSandboxHandle } from './modal/modal-sandbox-handle.js';
 export { FaultyProvider, createFaultyProvider, FAULTY_KILLED_EXIT_CODE, CARD_ID_ENV as FAULTY_CARD_ID_ENV, type FaultStats } from './faulty-provider.js';
-export { createProviderRegistry, agentBaseEnv, type ProviderRegistry, type ProviderRegistryOptions } from './provider-registry.js';
+export { createProviderRegistry, type ProviderRegistry, type ProviderRegistryOptions } from './provider-registry.js';
+export { agentBaseEnv } from './agent-env.js';

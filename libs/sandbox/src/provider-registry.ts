@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
 import type { LaneConfig } from '@lanes/contracts';
+import { detectIsolation, type IsolationMode } from './local/isolation.js';
+import { firstUnreadablePath, resolveLaneIsolation, type IsolationCapabilities, type LaneIsolation } from './local/lane-isolation.js';
+import { probeSeparateUid } from './local/separate-uid.js';
+import { agentBaseEnv } from './agent-env.js';
 import { createFaultyProvider } from './faulty-provider.js';
 import { createLocalProvider } from './local/local-provider.js';
 import { createModalProvider } from './modal/modal-provider.js';
@@ -17,38 +21,52 @@ export interface ProviderRegistry {
   forLane(lane: LaneConfig): SandboxProvider;
   /** The underlying providers the given lanes use, for orphan reaping (never the faulty wrappers). */
   all(lanes: readonly LaneConfig[]): SandboxProvider[];
-}
-
-/** Credentials of lanes itself never reach an agent: the sandbox env starts without them. */
-const CONTROL_PLANE_ENV = /^(REDIS_URL|LANES_API_TOKENS?|LANES_CONFIG|MODAL_TOKEN_ID|MODAL_TOKEN_SECRET|NODE_OPTIONS)$/;
-
-export function agentBaseEnv(env: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(env).filter(([k]) => !CONTROL_PLANE_ENV.test(k)));
+  /** How the lane's agents are fenced (resolveLaneIsolation), decided once per lane. */
+  isolation(lane: LaneConfig): LaneIsolation;
 }
 
 /** Builds providers on first use, so a process with only local lanes never needs Modal credentials. */
 export function createProviderRegistry(options: ProviderRegistryOptions): ProviderRegistry {
   const onCleanupError = (label: string, err: unknown) => options.log?.warn({ err, op: label }, `${label} failed`);
-  let local: SandboxProvider | undefined;
+  const local = new Map<IsolationMode, SandboxProvider>();
+  const isolations = new Map<string, LaneIsolation>();
+  let machine: IsolationCapabilities | undefined;
+  const isolation = (lane: LaneConfig): LaneIsolation => {
+    let found = isolations.get(lane.name);
+    if (!found) {
+      machine ??= { pidNamespace: detectIsolation() === 'pid-namespace', separateUid: probeSeparateUid(options.sandboxDir) };
+      found = resolveLaneIsolation(lane, machine, lane.provider === 'local' ? firstUnreadablePath(lane) : undefined);
+      isolations.set(lane.name, found);
+    }
+    return found;
+  };
   let modal: SandboxProvider | undefined;
   const faulty = new Map<string, SandboxProvider>();
-  const base = (kind: LaneConfig['provider']): SandboxProvider => {
-    switch (kind) {
-      case 'local':
-        return (local ??= createLocalProvider({ baseDir: options.sandboxDir, baseEnv: agentBaseEnv(process.env), deps: { onCleanupError } }));
+  const base = (lane: LaneConfig): SandboxProvider => {
+    switch (lane.provider) {
+      case 'local': {
+        const mode = isolation(lane).mode as IsolationMode;
+        let made = local.get(mode);
+        if (!made) {
+          made = createLocalProvider({ baseDir: options.sandboxDir, isolation: mode, baseEnv: agentBaseEnv(options.env), secretEnv: options.env, deps: { onCleanupError } });
+          local.set(mode, made);
+        }
+        return made;
+      }
       case 'modal':
         return (modal ??= createModalProvider({ env: options.env }));
     }
   };
   return {
     forLane(lane) {
-      if (!lane.faults) return base(lane.provider);
+      if (!lane.faults) return base(lane);
       let wrapped = faulty.get(lane.name);
-      if (!wrapped) faulty.set(lane.name, (wrapped = createFaultyProvider(base(lane.provider), lane.faults)));
+      if (!wrapped) faulty.set(lane.name, (wrapped = createFaultyProvider(base(lane), lane.faults)));
       return wrapped;
     },
     all(lanes) {
-      return [...new Set(lanes.map((l) => base(l.provider)))];
+      return [...new Set(lanes.map((l) => base(l)))];
     },
+    isolation,
   };
 }

@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
+import { setprivArgs } from './separate-uid.js';
 
 /**
  * How a local sandbox is fenced:
+ * - `separate-uid`: a PID namespace as below, entered as an unprivileged uid of the sandbox's own
+ *   (separate-uid.ts). The only mode for untrusted agents.
  * - `pid-namespace`: `unshare --pid --fork --kill-child --mount-proc`. The sandbox has its own pid 1;
  *   when the root dies the kernel kills everything inside, exactly like a container.
  * - `process-group`: a detached process group (no namespace support, e.g. unprivileged). Commands
@@ -9,7 +12,12 @@ import { spawnSync } from 'node:child_process';
  * In both, the init watches a lifeline (LIFELINE_FD) and ends the sandbox when the host that
  * created it dies: it sweeps its members itself, then exits (which, in a namespace, ends the rest).
  */
-export type IsolationMode = 'pid-namespace' | 'process-group';
+export type IsolationMode = 'separate-uid' | 'pid-namespace' | 'process-group';
+
+/** Whether a mode keeps an agent away from the worker and the other slots (README "Threat model"). */
+export function isolatesAgents(mode: IsolationMode): boolean {
+  return mode === 'separate-uid';
+}
 
 /** Probing `unshare` takes a few ms; a hung probe must not hang provider construction. */
 const UNSHARE_PROBE_TIMEOUT_MS = 5_000;
@@ -19,10 +27,10 @@ const UNSHARE_ARGS = ['--pid', '--fork', '--kill-child', '--mount-proc'] as cons
 /** The fd the sandbox root inherits the lifeline on (the first after stdio). */
 export const LIFELINE_FD = 3;
 
-let detected: IsolationMode | undefined;
+let detected: 'pid-namespace' | 'process-group' | undefined;
 
 /** Whether this machine lets us create a PID namespace; probed once per process. */
-export function detectIsolation(): IsolationMode {
+export function detectIsolation(): 'pid-namespace' | 'process-group' {
   if (detected === undefined) {
     const probe = spawnSync('unshare', [...UNSHARE_ARGS, '--', 'true'], {
       stdio: 'ignore',
@@ -45,7 +53,7 @@ export interface RootCommand {
  * it did not spawn, while sh's wait reaps every orphan re-parented to pid 1, so zombies do not pile
  * up over a long-lived sandbox. sh exits with the init's status, so the init dying ends the sandbox.
  */
-export function rootCommand(mode: IsolationMode, init: readonly string[]): RootCommand {
+export function rootCommand(mode: IsolationMode, init: readonly string[], agentUid?: number): RootCommand {
   if (mode === 'process-group') {
     const [command, ...args] = init;
     if (command === undefined) throw new RangeError('init command must not be empty');
@@ -54,5 +62,9 @@ export function rootCommand(mode: IsolationMode, init: readonly string[]): RootC
   // A background job's stdin is /dev/null in a non-interactive sh, so the control channel (stdin)
   // is handed over through fd 9 explicitly (fd 3 is the lifeline, passed through untouched).
   const script = 'exec 9<&0; "$@" <&9 9<&- & exec 9<&-; wait $!';
-  return { command: 'unshare', args: [...UNSHARE_ARGS, '--', '/bin/sh', '-c', script, 'lanes-sandbox', ...init] };
+  const shell = ['/bin/sh', '-c', script, 'lanes-sandbox', ...init];
+  if (mode === 'pid-namespace') return { command: 'unshare', args: [...UNSHARE_ARGS, '--', ...shell] };
+  // unshare mounts the namespace's /proc as root, then setpriv drops to the agent's uid for good.
+  if (agentUid === undefined) throw new RangeError('separate-uid needs an agent uid');
+  return { command: 'unshare', args: [...UNSHARE_ARGS, '--', 'setpriv', ...setprivArgs(agentUid), '--', ...shell] };
 }

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec, SandboxTags } from '@lanes/contracts';
-import { ConnectTimeoutError, IllegalStateError, ProviderInvalidError, ProviderUnavailableError, defaults } from '@lanes/contracts';
+import { ConnectTimeoutError, IllegalStateError, ProviderInvalidError, ProviderUnavailableError, STACK_ENV_PATTERN, agentLimits, defaults } from '@lanes/contracts';
+import { agentBaseEnv } from '../agent-env.js';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { exitCodeOf } from '../exec-result.js';
@@ -16,7 +17,8 @@ import { childrenOf, isAlive, readStat } from '../proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from '../provider.js';
 import { SANDBOX_ID_ENV, reapSandbox } from '../sandbox-reaper.js';
 import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
-import { isValidSandboxId, listRecords, readRecord, sandboxDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
+import { isValidSandboxId, listRecords, readRecord, readRecordSync, sandboxDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
+import { leaseUid, prepareBaseDir, prepareSandboxDirs, probeSeparateUid, releaseUid } from './separate-uid.js';
 
 /** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
 export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.mjs', import.meta.url));
@@ -24,8 +26,8 @@ export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.m
 export const DEFAULT_LOCAL_BASE_DIR = join(tmpdir(), 'lanes-sandboxes');
 /** Enough init stderr to explain a crash without holding on to a chatty one. */
 const STDERR_TAIL_CHARS = 4_096;
-/** Keeps ExecResult bounded for chatty commands; 16 Mi chars is far more than any verdict needs. */
-export const DEFAULT_MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
+/** Keeps ExecResult bounded for chatty commands (agentLimits). */
+export const DEFAULT_MAX_OUTPUT_CHARS = agentLimits.DEFAULT_MAX_OUTPUT_CHARS;
 /** Node's setTimeout overflows above 2^31-1 ms; the init's lifetime timer is one. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -47,8 +49,10 @@ export interface LocalProviderOptions {
   killGraceMs?: number;
   /** Per stream, how much of the output's tail ExecResult keeps (`onOutput` sees all). Default DEFAULT_MAX_OUTPUT_CHARS. */
   maxOutputChars?: number;
-  /** Environment sandboxes start from. Default: this process's, without NODE_OPTIONS (a worker's loaders are not the agent's). */
+  /** Environment sandboxes start from. Default: `agentBaseEnv(process.env)`, an allow-list that holds nothing of the stack's own. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** Where a spec's `secrets` (names of environment variables) are looked up. Default: this process's environment. */
+  secretEnv?: Readonly<Record<string, string | undefined>>;
   /** argv of the init the root runs. Default `[process.execPath, LOCAL_INIT_PATH]`; tests swap in one that never answers. */
   initCommand?: readonly string[];
   deps?: Partial<LocalProviderDeps>;
@@ -71,6 +75,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly killGraceMs: number;
   private readonly maxOutputChars: number;
   private readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  private readonly secretEnv: Readonly<Record<string, string | undefined>>;
   private readonly initCommand: readonly string[];
   private readonly deps: LocalProviderDeps;
   private readonly requestedIsolation: 'auto' | IsolationMode;
@@ -85,8 +90,8 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     this.maxOutputChars = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     if (!(this.maxOutputChars > 0)) throw new ProviderInvalidError('local', `maxOutputChars must be positive, got ${this.maxOutputChars}`);
-    const { NODE_OPTIONS: _dropped, ...inherited } = process.env;
-    this.baseEnv = options.baseEnv ?? inherited;
+    this.baseEnv = options.baseEnv ?? agentBaseEnv(process.env);
+    this.secretEnv = options.secretEnv ?? process.env;
     this.initCommand = options.initCommand ?? [process.execPath, LOCAL_INIT_PATH];
     this.requestedIsolation = options.isolation ?? 'auto';
     this.deps = {
@@ -96,9 +101,21 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
   }
 
-  /** The fencing new sandboxes get (probes `unshare` once per process when `auto`). */
+  /**
+   * The fencing new sandboxes get: `auto` is the strongest this machine allows (probed once per
+   * process), and `why` says what kept a stronger one away. An explicit `separate-uid` the machine
+   * cannot do is refused at create (ProviderInvalidError naming the reason), never weakened.
+   */
   get isolation(): IsolationMode {
-    return this.requestedIsolation === 'auto' ? detectIsolation() : this.requestedIsolation;
+    return this.isolationChoice.mode;
+  }
+
+  get isolationChoice(): { mode: IsolationMode; why?: string } {
+    if (this.requestedIsolation !== 'auto') return { mode: this.requestedIsolation };
+    const namespace = detectIsolation();
+    if (namespace === 'process-group') return { mode: namespace, why: 'this machine does not allow a PID namespace (unshare --pid)' };
+    const uid = probeSeparateUid(this.baseDir);
+    return uid.ok ? { mode: 'separate-uid' } : { mode: namespace, why: uid.why };
   }
 
   async create(spec: SandboxSpec, options: CreateOptions = {}): Promise<LocalSandbox> {
@@ -113,11 +130,12 @@ export class LocalSandboxProvider implements SandboxProvider {
     const workdir = join(dir, 'work');
     await mkdir(workdir, { recursive: true });
     const isolation = this.isolation;
+    const agent = isolation === 'separate-uid' ? this.separateUid(id, dir, workdir) : undefined;
 
-    const { command, args } = rootCommand(isolation, this.initCommand);
+    const { command, args } = rootCommand(isolation, agent?.initCommand ?? this.initCommand, agent?.uid);
     const root = spawn(command, args, {
       cwd: workdir,
-      env: this.sandboxEnv(spec, id, workdir),
+      env: { ...this.sandboxEnv(spec, id, workdir), ...agent?.env },
       // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
       detached: true,
       // fd 3 is the lifeline: the init reads EOF on it when this process dies, however it dies.
@@ -139,6 +157,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       rootStartTime: root.pid === undefined ? -1 : (readStat(root.pid)?.startTime ?? -1),
       ...ownerOf(process.pid),
       workdir,
+      ...(agent ? { agentUid: agent.uid } : {}),
       createdAt: new Date(this.deps.now()).toISOString(),
     };
     const channel = new InitChannel(root.stdin!, root.stdout!);
@@ -146,10 +165,11 @@ export class LocalSandboxProvider implements SandboxProvider {
       // Written before the first ping: a worker killed while connecting still leaves a reapable record.
       if (root.pid !== undefined) await writeRecord(this.baseDir, record);
       await withDeadline(firstPong(root, channel, stderrTail), connectTimeoutMs, options.signal);
-      if (isolation === 'pid-namespace') await this.recordNamespaceInit(record);
+      if (isolation !== 'process-group') await this.recordNamespaceInit(record);
     } catch (error) {
       channel.close();
       await bestEffort('reap failed sandbox', () => reapSandbox(record), this.deps.onCleanupError);
+      if (agent) releaseUid(this.baseDir, agent.uid, id);
       await bestEffort('remove failed sandbox dir', () => rm(dir, { recursive: true, force: true }), this.deps.onCleanupError);
       if (error instanceof DeadlineExceeded) throw new ConnectTimeoutError(this.name, connectTimeoutMs, id);
       throw error;
@@ -167,10 +187,14 @@ export class LocalSandboxProvider implements SandboxProvider {
       },
       stderrTail,
       killGraceMs: this.killGraceMs,
+      ...(agent ? { agentUid: agent.uid } : {}),
       maxOutputChars: this.maxOutputChars,
       now: this.deps.now,
       onCleanupError: this.deps.onCleanupError,
-      onTerminated: (gone) => this.handles.delete(gone),
+      onTerminated: (gone) => {
+        this.handles.delete(gone);
+        if (agent) releaseUid(this.baseDir, agent.uid, gone);
+      },
     });
     this.handles.set(id, handle);
     return handle;
@@ -202,12 +226,14 @@ export class LocalSandboxProvider implements SandboxProvider {
     if (own) return own.terminate();
     if (!isValidSandboxId(id)) return; // cannot name anything under baseDir, so nothing to end
     // No record (creator died between spawn and writing it) still finds processes by env marker.
-    const target = (await readRecord(this.baseDir, id)) ?? { id };
+    const record = await readRecord(this.baseDir, id);
+    const target = record ?? { id };
     const survivors = await reapSandbox(target);
     if (survivors.length > 0) {
       throw new ProviderUnavailableError(this.name, `sandbox ${id}: processes survived SIGKILL: ${survivors.join(' ')}`);
     }
     await rm(sandboxDir(this.baseDir, id), { recursive: true, force: true });
+    if (record?.agentUid !== undefined) releaseUid(this.baseDir, record.agentUid, id);
   }
 
   /** Stops talking to this process's sandboxes without ending them (they stay reapable by id, and still end when this process does). */
@@ -220,6 +246,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private sandboxEnv(spec: SandboxSpec, id: string, workdir: string): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {
       ...this.baseEnv,
+      ...this.secrets(spec.secrets ?? []),
       ...spec.env,
       [SANDBOX_ID_ENV]: id,
       LANES_SANDBOX_WORKDIR: workdir,
@@ -227,6 +254,39 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
     return env;
+  }
+
+  /**
+   * A uid of the sandbox's own, its directories shaped for it, and the init copied where it can
+   * read it. Refused when the machine cannot (explicit `separate-uid` on a machine without it).
+   */
+  private separateUid(id: string, dir: string, workdir: string): { uid: number; initCommand: readonly string[]; env: Record<string, string> } {
+    const probe = probeSeparateUid(this.baseDir);
+    if (!probe.ok) throw new ProviderInvalidError(this.name, `isolation separate-uid is not possible here: ${probe.why}`);
+    const init = prepareBaseDir(this.baseDir);
+    const uid = leaseUid(this.baseDir, id, (holder) => this.holderLive(holder));
+    const { home, tmp } = prepareSandboxDirs(dir, workdir, uid);
+    const initCommand = this.initCommand[1] === LOCAL_INIT_PATH ? [this.initCommand[0]!, init, ...this.initCommand.slice(2)] : this.initCommand;
+    return { uid, initCommand, env: { HOME: home, TMPDIR: tmp } };
+  }
+
+  /** A lease's holder is live while its record names a root that still runs. */
+  private holderLive(holder: string): boolean {
+    if (this.handles.has(holder)) return true;
+    const record = readRecordSync(this.baseDir, holder);
+    return record !== undefined && isAlive(record.rootPid, record.rootStartTime);
+  }
+
+  /** A lane's mapped secrets: each a variable of the worker's environment, and never one of lanes' own. */
+  private secrets(names: readonly string[]): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const name of names) {
+      if (STACK_ENV_PATTERN.test(name)) throw new ProviderInvalidError(this.name, `secret ${name} is a credential of lanes itself and never reaches an agent`);
+      const value = this.secretEnv[name];
+      if (value === undefined) throw new ProviderInvalidError(this.name, `secret ${name} is not set in the worker's environment`);
+      out[name] = value;
+    }
+    return out;
   }
 
   /** The namespace's pid 1 (unshare's only child): the sandbox is fully gone once it is. */

@@ -12,6 +12,7 @@ import { ExecQueue } from '../exec-queue.js';
 import { cancelledBeforeStart } from '../exec-result.js';
 import { HostTrash, writeHostFile } from './host-files.js';
 import { readBeneath } from './read-beneath.js';
+import { shapeCardDirs } from './separate-uid.js';
 import { reuseTree } from './tree-reuse.js';
 import type { InitChannel } from './init-channel.js';
 import { isAlive } from '../proc.js';
@@ -49,6 +50,8 @@ export interface LocalSandboxParams {
   /** Recent init stderr, for the error that reports a dead sandbox. */
   stderrTail: () => string;
   killGraceMs: number;
+  /** `separate-uid`: the uid the agent runs as; each card directory made is given to it (separate-uid.ts). */
+  agentUid?: number;
   /** Per stream, the tail of the output kept in ExecResult; `onOutput` still sees everything. */
   maxOutputChars: number;
   now: () => number;
@@ -162,6 +165,7 @@ export class LocalSandbox implements SandboxHandle {
           mkdirSync(target, { recursive: true });
         }
       }
+      if (this.params.agentUid !== undefined) shapeCardDirs(this.workdir, targets, this.params.agentUid);
     } catch (error) {
       return resetResult(startedAtMs, this.params.now(), error);
     }

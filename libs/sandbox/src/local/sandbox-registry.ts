@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxTags } from '@lanes/contracts';
@@ -27,6 +28,8 @@ export interface SandboxRecord {
   ownerPid?: number;
   ownerStartTime?: number;
   workdir: string;
+  /** `separate-uid` only: the uid the sandbox runs as; its lease is released when it is reaped. */
+  agentUid?: number;
   createdAt: string;
 }
 
@@ -62,6 +65,16 @@ export async function readRecord(baseDir: string, id: string): Promise<SandboxRe
   return parseRecord(text, id);
 }
 
+/** readRecord without the thread pool: a few hundred bytes, read where a decision waits on it. */
+export function readRecordSync(baseDir: string, id: string): SandboxRecord | undefined {
+  if (!isValidSandboxId(id)) return undefined;
+  try {
+    return parseRecord(readFileSync(join(sandboxDir(baseDir, id), RECORD_FILE), 'utf8'), id);
+  } catch {
+    return undefined;
+  }
+}
+
 export async function listRecords(baseDir: string): Promise<SandboxRecord[]> {
   let names: string[];
   try {
@@ -87,7 +100,7 @@ function parseRecord(text: string, id: string): SandboxRecord | undefined {
     record.id === id &&
     Number.isInteger(record.rootPid) &&
     Number.isInteger(record.rootStartTime) &&
-    (record.isolation === 'pid-namespace' || record.isolation === 'process-group') &&
+    (record.isolation === 'separate-uid' || record.isolation === 'pid-namespace' || record.isolation === 'process-group') &&
     typeof record.tags === 'object' &&
     record.tags !== null;
   return valid ? (record as SandboxRecord) : undefined;

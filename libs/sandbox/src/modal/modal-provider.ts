@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, defaults, type SandboxSpec, type SandboxTags } from '@lanes/contracts';
+import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, agentLimits, defaults, type SandboxSpec, type SandboxTags } from '@lanes/contracts';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { withCallDeadline } from './modal-call-deadline.js';
@@ -26,7 +26,7 @@ export const DEFAULT_MODAL_BACKSTOP_MARGIN_MS = 10_000;
 /** After a command exits, its output streams get this long to reach EOF. */
 export const DEFAULT_MODAL_OUTPUT_DRAIN_MS = 1_000;
 /** Output kept per stream in an ExecResult (the tail): 1 Mi characters. */
-export const DEFAULT_MODAL_MAX_OUTPUT_CHARS = 1 << 20;
+export const DEFAULT_MODAL_MAX_OUTPUT_CHARS = agentLimits.DEFAULT_MAX_OUTPUT_CHARS;
 /**
  * Deadline of one file read or write. The SDK does each as an exec of its fs helper and then waits
  * for it with no deadline of its own (the wait retries a silent router forever). A minute covers a
