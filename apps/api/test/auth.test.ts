@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, createAuthHook, parseTokens } from '../src/index.js';
+import { ApiError, compileApiTokens, createAuthHook, parseTokens } from '../src/index.js';
 
 const TOKENS = ['tok-alpha', 'tok-beta'];
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -23,7 +23,7 @@ describe('createAuthHook', () => {
       const e = err as { statusCode?: number; code?: string; message: string };
       return reply.code(e.statusCode ?? 500).send({ error: { code: e.code, message: e.message } });
     });
-    app.addHook('onRequest', createAuthHook(tokens));
+    app.addHook('onRequest', createAuthHook(compileApiTokens(tokens, [], {})));
     for (const path of ['/', '/status-page/status.js', '/v1/lanes', '/healthz', '/readyz', '/metrics', '/admin/queues', '/admin/queues/api/queues']) {
       app.get(path, async () => ({ ok: path }));
     }

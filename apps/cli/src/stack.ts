@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createApiServer, type ApiServer } from '@lanes/api';
-import type { CallbackAllowRule, LaneConfig } from '@lanes/contracts';
+import type { ApiTokenConfig, CallbackAllowRule, LaneConfig } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
@@ -19,7 +19,11 @@ export interface StackOptions {
   filesBaseDir?: string;
   port?: number;
   host?: string;
+  /** LANES_API_TOKENS: admin tokens over every lane. */
   tokens?: readonly string[];
+  /** The config file's scoped `tokens`; `fromEnv` ones are read from `tokenEnv` (default process.env). */
+  scopedTokens?: readonly ApiTokenConfig[];
+  tokenEnv?: Record<string, string | undefined>;
   /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
   boardReadOnly?: boolean;
   heartbeatIntervalMs?: number;
@@ -78,11 +82,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
+        ...(options.scopedTokens ? { scopedTokens: options.scopedTokens } : {}),
+        ...(options.tokenEnv ? { tokenEnv: options.tokenEnv } : {}),
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
         ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';
-      await stack.api.app.listen({ port: options.port ?? 0, host });
+      await stack.api.listen({ port: options.port ?? 0, host });
       const addr = stack.api.app.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : options.port;
       stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;

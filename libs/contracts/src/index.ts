@@ -40,6 +40,7 @@ export {
   type SandboxSpec,
   type FileSync,
 } from './sandbox.js';
+export { TokenRoleSchema, ApiTokenConfigSchema, type TokenRole, type ApiTokenConfig } from './api-token.js';
 export { HistoryEntrySchema, type HistoryEntry } from './history.js';
 export { CardRecordSchema, type CardRecord } from './card-record.js';
 export {
