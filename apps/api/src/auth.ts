@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from './api-error.js';
+import { ApiError, refuse } from './api-error.js';
 import { evaluateAccess } from './edge/access.js';
 import { identify, type ApiToken } from './edge/api-tokens.js';
 import { evaluateEdge } from './edge/browser-edge.js';
@@ -18,9 +18,10 @@ const pathOf = (request: FastifyRequest) => request.url.split('?')[0] ?? '';
 
 /** The browser edge (evaluateEdge): Host in open mode, cross-site, JSON mutations. Runs before auth. */
 export function createEdgeHook(config: { open: boolean }) {
-  return async function edgeHook(request: FastifyRequest): Promise<void> {
+  return async function edgeHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const decision = evaluateEdge({ method: request.method, path: pathOf(request), headers: request.headers as Record<string, string | undefined> }, config);
-    if (decision.action === 'refuse') throw new ApiError(decision.status, decision.code, decision.reason);
+    if (decision.action === 'refuse') return refuse(reply, new ApiError(decision.status, decision.code, decision.reason));
+    return undefined;
   };
 }
 
@@ -32,11 +33,11 @@ export function createEdgeHook(config: { open: boolean }) {
  * the handlers' (404). With no tokens, every request is OPEN_PRINCIPAL.
  */
 export function createAuthHook(tokens: readonly ApiToken[]) {
-  return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     request.principal = OPEN_PRINCIPAL;
-    if (tokens.length === 0) return;
+    if (tokens.length === 0) return undefined;
     const path = pathOf(request);
-    if (OPEN_PATHS.has(path)) return;
+    if (OPEN_PATHS.has(path)) return undefined;
     const header = request.headers.authorization ?? '';
     const [scheme, value = ''] = header.split(' ', 2);
     let candidate: string | undefined;
@@ -48,13 +49,14 @@ export function createAuthHook(tokens: readonly ApiToken[]) {
     const token = candidate !== undefined ? identify(tokens, candidate) : undefined;
     if (!token) {
       if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
-      throw new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token');
+      return refuse(reply, new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token'));
     }
     request.principal = { name: token.name, role: token.role, lanes: token.lanes };
     request.log = request.log.child({ token: token.name });
     reply.log = request.log;
     const access = evaluateAccess(request.principal, { method: request.method, path });
-    if (access.action === 'forbid') throw new ApiError(403, 'FORBIDDEN', access.reason);
+    if (access.action === 'forbid') return refuse(reply, new ApiError(403, 'FORBIDDEN', access.reason));
+    return undefined;
   };
 }
 

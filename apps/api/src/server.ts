@@ -3,9 +3,9 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type ErrorBody, type LaneConfig } from '@lanes/contracts';
+import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
 import { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
-import { ApiError } from './api-error.js';
+import { ApiError, errorBody } from './api-error.js';
 import { createAuthHook, createEdgeHook } from './auth.js';
 import { registerBoard } from './board.js';
 import { compileApiTokens } from './edge/api-tokens.js';
@@ -54,6 +54,9 @@ export const DEFAULT_API_LIMITS: ApiLimits = {
   keepAliveTimeoutMs: defaults.DEFAULT_API_KEEP_ALIVE_TIMEOUT_MS,
 };
 
+/** Node's default deadline for a request's headers. */
+const NODE_HEADERS_TIMEOUT_MS = 60_000;
+
 export interface ApiServer {
   app: FastifyInstance;
   queues: LaneQueues;
@@ -62,10 +65,6 @@ export interface ApiServer {
   /** Listens, refusing (ConfigError naming LANES_HOST) a non-loopback address in open mode. */
   listen(options: { port: number; host: string }): Promise<void>;
   close(): Promise<void>;
-}
-
-function errorBody(code: string, message: string, issues?: ErrorBody['error']['issues']): ErrorBody {
-  return { error: { code, message, ...(issues?.length ? { issues } : {}) } };
 }
 
 /** The board-facing HTTP API, with Bull Board, metrics and health. */
@@ -86,7 +85,11 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     connectionTimeout: limits.connectionTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // Node checks request deadlines on an interval (30 s by default); 4 checks per deadline cut a late request within 1.25× of it.
-    http: { connectionsCheckingInterval: Math.max(1, Math.min(30_000, Math.floor(limits.requestTimeoutMs / 4))) },
+    // Node answers an incomplete request only if its header deadline is no later than the request's: keep Node's own 60 s, or less.
+    http: {
+      connectionsCheckingInterval: Math.max(1, Math.min(30_000, Math.floor(limits.requestTimeoutMs / 4))),
+      headersTimeout: Math.min(NODE_HEADERS_TIMEOUT_MS, limits.requestTimeoutMs),
+    },
     routerOptions: { maxParamLength: defaults.API_MAX_PARAM_LENGTH },
     // Node refuses a request that outlives requestTimeout (or a malformed one) before any route runs: answer in the API's shape.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {

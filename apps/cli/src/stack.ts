@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createApiServer, type ApiServer } from '@lanes/api';
+import { createApiServer, type ApiLimits, type ApiServer } from '@lanes/api';
 import type { ApiTokenConfig, CallbackAllowRule, LaneConfig } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
@@ -24,6 +24,8 @@ export interface StackOptions {
   /** The config file's scoped `tokens`; `fromEnv` ones are read from `tokenEnv` (default process.env). */
   scopedTokens?: readonly ApiTokenConfig[];
   tokenEnv?: Record<string, string | undefined>;
+  /** The API's timeouts; unset ones take their DEFAULT_API_* defaults. */
+  apiLimits?: Partial<ApiLimits>;
   /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
   boardReadOnly?: boolean;
   heartbeatIntervalMs?: number;
@@ -84,6 +86,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         tokens: options.tokens ?? [],
         ...(options.scopedTokens ? { scopedTokens: options.scopedTokens } : {}),
         ...(options.tokenEnv ? { tokenEnv: options.tokenEnv } : {}),
+        ...(options.apiLimits ? { limits: options.apiLimits } : {}),
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
         ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
