@@ -3,7 +3,7 @@ import { ApiError, refuse } from './api-error.js';
 import { evaluateAccess } from './edge/access.js';
 import { identify, type ApiToken } from './edge/api-tokens.js';
 import { evaluateEdge } from './edge/browser-edge.js';
-import { OPEN_PRINCIPAL } from './edge/principal.js';
+import { ANONYMOUS_PRINCIPAL, OPEN_PRINCIPAL } from './edge/principal.js';
 
 /** Paths a load balancer probes without credentials. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
@@ -34,8 +34,11 @@ export function createEdgeHook(config: { open: boolean }) {
  */
 export function createAuthHook(tokens: readonly ApiToken[]) {
   return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    request.principal = OPEN_PRINCIPAL;
-    if (tokens.length === 0) return undefined;
+    if (tokens.length === 0) {
+      request.principal = OPEN_PRINCIPAL;
+      return undefined;
+    }
+    request.principal = ANONYMOUS_PRINCIPAL;
     const path = pathOf(request);
     if (OPEN_PATHS.has(path)) return undefined;
     const header = request.headers.authorization ?? '';

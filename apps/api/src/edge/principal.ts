@@ -18,6 +18,9 @@ declare module 'fastify' {
 /** No tokens configured: local use only (loopback Host names), with every right. */
 export const OPEN_PRINCIPAL: Principal = { name: 'open', role: 'admin', lanes: '*' };
 
+/** A request to a path open to all (/healthz, /readyz) while tokens are configured: no lane, no right. */
+export const ANONYMOUS_PRINCIPAL: Principal = { name: 'anonymous', role: 'read', lanes: new Set() };
+
 const RANK: Record<TokenRole, number> = { read: 0, write: 1, admin: 2 };
 
 /** Whether the principal may see the lane. Anything outside answers exactly as if it did not exist (404). */
