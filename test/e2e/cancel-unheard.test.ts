@@ -40,7 +40,7 @@ describe('a cancel the worker did not hear', () => {
   /** Drops the worker's cancel subscription and posts the cancel before it is back; false if it came back first. */
   async function cancelUnheard(id: string): Promise<boolean> {
     await admin.client('KILL', 'TYPE', 'pubsub');
-    const res = await fetch(`${t.stack.url}/v1/cards/${id}/cancel`, { method: 'POST' });
+    const res = await fetch(`${t.stack.url}/v1/cards/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(202);
     // Subscriptions only come back after the kill, so none now means none when the cancel published.
     const [, subscribers] = (await admin.pubsub('NUMSUB', keys.cancelChannel())) as [string, number];

@@ -7,7 +7,8 @@ export function apiClient(baseUrl: string, token?: string) {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        // As @lanes/client does: every mutation says JSON, a bodyless one (cancel) too. `headers` may override it.
+        ...(body !== undefined || method !== 'GET' ? { 'content-type': 'application/json' } : {}),
         ...(token ? { authorization: `Bearer ${token}` } : {}),
         ...headers,
       },

@@ -2,14 +2,19 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { evaluateBind } from '@lanes/api';
 import { PROJECT_DIR } from '@lanes/cli';
-import { LanesEnvSchema, parseLanesConfig } from '@lanes/contracts';
+import { LanesEnvSchema, parseEnv, parseLanesConfig } from '@lanes/contracts';
 
 /** No Docker engine runs here, so the compose file and Dockerfile are checked statically against the repo. */
 const root = PROJECT_DIR;
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, { build?: string; command?: string[]; environment?: Record<string, string>; volumes?: string[]; depends_on?: Record<string, unknown> }>;
+  services: Record<
+    string,
+    { build?: string; command?: string[]; environment?: Record<string, string>; volumes?: string[]; depends_on?: Record<string, unknown>; ports?: string[] }
+  >;
 };
+const composeText = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
 const cliMain = readFileSync(join(root, 'apps/cli/src/main.ts'), 'utf8');
 
@@ -41,6 +46,27 @@ describe('docker-compose.yml', () => {
     const port = worker.environment!.LANES_HEALTH_PORT!;
     expect(Object.keys(LanesEnvSchema.shape)).toContain('LANES_HEALTH_PORT');
     expect(worker.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+  });
+
+  it('publishes every port on 127.0.0.1 only', () => {
+    const published = Object.entries(compose.services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, String(p)] as const));
+    expect(published.map(([name]) => name).sort()).toEqual(['api', 'redis']);
+    for (const [name, port] of published) expect(port, name).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
+  });
+
+  it('runs no API without a token: LANES_API_TOKENS comes from the host alone, and the API refuses its LANES_HOST without one', () => {
+    const api = compose.services.api!.environment!;
+    // The raw text: the host's variable, with no token baked in as a default.
+    expect(composeText).toMatch(/^ {6}LANES_API_TOKENS: \$\{LANES_API_TOKENS:-\}$/m);
+    expect(composeText.match(/^\s*LANES_API_TOKENS:/gm)).toHaveLength(1);
+    // As compose hands it over with the variable unset: empty, which lanes reads as no tokens (open)…
+    const env = parseEnv({ LANES_HOST: api.LANES_HOST, LANES_API_TOKENS: '' });
+    expect(env.LANES_API_TOKENS).toBeUndefined();
+    // …and open mode refuses to listen on the address the container uses.
+    expect(evaluateBind(env.LANES_HOST!, { open: true }).action).toBe('refuse');
+    expect(evaluateBind(env.LANES_HOST!, { open: false }).action).toBe('bind');
+    // Workers and the supervisor never hold the API's tokens.
+    for (const name of ['worker', 'supervisor']) expect(Object.keys(compose.services[name]!.environment!), name).not.toContain('LANES_API_TOKENS');
   });
 
   it('keeps redis on noeviction with AOF, as production guidance says', () => {

@@ -70,8 +70,10 @@ describe('deploy/k8s manifests', () => {
   });
 
   it('sets only env vars the config reads, and takes tokens, Redis and Modal credentials from a Secret', () => {
-    const known = Object.keys(LanesEnvSchema.shape);
-    const secret = new Set(['REDIS_URL', 'LANES_API_TOKENS', 'MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET']);
+    // The environment's own settings, and the variables the config's tokens are read from.
+    const tokenVars = (config.tokens ?? []).flatMap((t) => (t.fromEnv ? [t.fromEnv] : []));
+    const known = [...Object.keys(LanesEnvSchema.shape), ...tokenVars];
+    const secret = new Set(['REDIS_URL', 'LANES_API_TOKENS', 'MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET', ...tokenVars]);
     for (const d of deployments) {
       for (const c of containers(d)) {
         for (const e of c.env ?? []) {
@@ -125,6 +127,21 @@ describe('deploy/k8s manifests', () => {
     expect(auth.spec.secretTargetRef).toEqual([expect.objectContaining({ parameter: 'token', name: 'lanes-secrets' })]);
   });
 
+  it("KEDA's and Prometheus' tokens are read tokens the API takes from the same Secret keys", () => {
+    const api = containers(find('Deployment', 'lanes-api'))[0]!;
+    const secretKeyOf = (envName: string) => api.env!.find((e) => e.name === envName)?.valueFrom?.secretKeyRef?.key;
+    const kedaKey = find('TriggerAuthentication', trigger.authenticationRef.name).spec.secretTargetRef[0].key as string;
+    const keda = config.tokens!.find((t) => t.fromEnv !== undefined && secretKeyOf(t.fromEnv) === kedaKey);
+    expect(keda, `a config token read from secret key ${kedaKey}`).toBeDefined();
+    expect(keda!.role).toBe('read');
+    const lane = new URL(trigger.metadata.url).pathname.split('/')[3]!;
+    expect(keda!.lanes === '*' || keda!.lanes.includes(lane)).toBe(true);
+    // Prometheus scrapes /metrics, which needs a read token over every lane.
+    const metrics = config.tokens!.find((t) => t.name === 'prometheus')!;
+    expect(metrics).toMatchObject({ role: 'read', lanes: '*' });
+    expect(secretKeyOf(metrics.fromEnv!)).toBe('metrics-token');
+  });
+
   it('gives the workers liveness and readiness probes on the LANES_HEALTH_PORT they set', () => {
     const worker = containers(find('Deployment', 'lanes-worker'))[0]!;
     const port = Number(worker.env!.find((e) => e.name === 'LANES_HEALTH_PORT')!.value);
@@ -150,14 +167,19 @@ describe('deploy/k8s manifests', () => {
 });
 
 describe('deploy/k8s paths against a running API', () => {
-  const TOKEN = 'k8s-static-token';
+  /** KEDA's token, as lanes-api reads it from LANES_KEDA_TOKEN. */
+  const TOKEN = 'k8s-static-keda-token';
+  const METRICS_TOKEN = 'k8s-static-metrics-token';
+  const ADMIN_TOKEN = 'k8s-static-admin-token';
   let redis: TestRedis;
   let t: TestStack;
   beforeAll(async () => {
     redis = await startRedis();
     // The manifests' own lanes config; only the API runs, so the in-image agent path is never used.
     t = await startTestStack(redis.url, JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes, {
-      tokens: [TOKEN],
+      tokens: [ADMIN_TOKEN],
+      scopedTokens: config.tokens!,
+      tokenEnv: { LANES_KEDA_TOKEN: TOKEN, LANES_METRICS_TOKEN: METRICS_TOKEN },
       parts: { api: true, worker: false, supervisor: false },
     });
   });
@@ -176,6 +198,21 @@ describe('deploy/k8s paths against a running API', () => {
     // Idle lane: minSlots of the lane over its slots per worker.
     const lane = config.lanes[0]!;
     expect(value).toBe(Math.ceil(lane.minSlots / lane.slots));
+  });
+
+  it("KEDA's token reads the scale figure and nothing more; Prometheus' token reads /metrics", async () => {
+    const as = (token: string) => ({ authorization: `Bearer ${token}` });
+    const post = await fetch(`${t.stack.url}/v1/cards`, {
+      method: 'POST',
+      headers: { ...as(TOKEN), 'content-type': 'application/json' },
+      body: JSON.stringify({ lane: config.lanes[0]!.name, title: 'x' }),
+    });
+    expect(post.status).toBe(403);
+    expect((await fetch(`${t.stack.url}/admin/queues`, { headers: as(TOKEN) })).status).toBe(403);
+    expect((await fetch(`${t.stack.url}/metrics`, { headers: as(TOKEN) })).status).toBe(403);
+    expect((await fetch(`${t.stack.url}/metrics`, { headers: as(METRICS_TOKEN) })).status).toBe(200);
+    const postAsScraper = await fetch(`${t.stack.url}/v1/cards`, { method: 'POST', headers: { ...as(METRICS_TOKEN), 'content-type': 'application/json' }, body: '{}' });
+    expect(postAsScraper.status).toBe(403);
   });
 
   it.each(['liveness', 'readiness'] as const)('the api %s probe path answers 200', async (kind) => {

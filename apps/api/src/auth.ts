@@ -1,11 +1,12 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from './api-error.js';
+import { ApiError, refuse } from './api-error.js';
+import { evaluateAccess } from './edge/access.js';
+import { identify, type ApiToken } from './edge/api-tokens.js';
+import { evaluateEdge } from './edge/browser-edge.js';
+import { ANONYMOUS_PRINCIPAL, OPEN_PRINCIPAL } from './edge/principal.js';
 
 /** Paths a load balancer probes without credentials. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
-
-const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
  * Pages a person opens in a browser: refused with a Basic challenge, so the browser asks for the token
@@ -13,23 +14,33 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
  */
 const isBrowserPage = (path: string) => path === '/' || path.startsWith('/admin') || path.startsWith('/status-page/');
 
-/**
- * Bearer-token auth, compared in constant time (hashing first makes lengths equal, so the
- * comparison leaks neither content nor length). The dashboard also accepts HTTP Basic with the
- * token as password, so a browser can reach Bull Board and the status page behind the same tokens.
- */
-export function createAuthHook(tokens: readonly string[]) {
-  const expected = tokens.map(digest);
-  const matches = (candidate: string) => {
-    const d = digest(candidate);
-    let ok = false;
-    for (const e of expected) ok = timingSafeEqual(d, e) || ok;
-    return ok;
+const pathOf = (request: FastifyRequest) => request.url.split('?')[0] ?? '';
+
+/** The browser edge (evaluateEdge): Host in open mode, cross-site, JSON mutations. Runs before auth. */
+export function createEdgeHook(config: { open: boolean }) {
+  return async function edgeHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const decision = evaluateEdge({ method: request.method, path: pathOf(request), headers: request.headers as Record<string, string | undefined> }, config);
+    if (decision.action === 'refuse') return refuse(reply, new ApiError(decision.status, decision.code, decision.reason));
+    return undefined;
   };
-  return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    if (expected.length === 0) return;
-    const path = request.url.split('?')[0] ?? '';
-    if (OPEN_PATHS.has(path)) return;
+}
+
+/**
+ * Bearer-token auth. The token that matches becomes `request.principal` (name, role, lanes), and the
+ * request's logs carry `token: <name>`, never the value. The dashboard also accepts HTTP Basic with
+ * the token as password, so a browser can reach Bull Board and the status page behind the same
+ * tokens. What the principal may reach by route is evaluateAccess (403 FORBIDDEN); lane scope is
+ * the handlers' (404). With no tokens, every request is OPEN_PRINCIPAL.
+ */
+export function createAuthHook(tokens: readonly ApiToken[]) {
+  return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    if (tokens.length === 0) {
+      request.principal = OPEN_PRINCIPAL;
+      return undefined;
+    }
+    request.principal = ANONYMOUS_PRINCIPAL;
+    const path = pathOf(request);
+    if (OPEN_PATHS.has(path)) return undefined;
     const header = request.headers.authorization ?? '';
     const [scheme, value = ''] = header.split(' ', 2);
     let candidate: string | undefined;
@@ -38,9 +49,17 @@ export function createAuthHook(tokens: readonly string[]) {
       const decoded = Buffer.from(value, 'base64').toString('utf8');
       candidate = decoded.slice(decoded.indexOf(':') + 1);
     }
-    if (candidate !== undefined && matches(candidate)) return;
-    if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
-    throw new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token');
+    const token = candidate !== undefined ? identify(tokens, candidate) : undefined;
+    if (!token) {
+      if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
+      return refuse(reply, new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token'));
+    }
+    request.principal = { name: token.name, role: token.role, lanes: token.lanes };
+    request.log = request.log.child({ token: token.name });
+    reply.log = request.log;
+    const access = evaluateAccess(request.principal, { method: request.method, path });
+    if (access.action === 'forbid') return refuse(reply, new ApiError(403, 'FORBIDDEN', access.reason));
+    return undefined;
   };
 }
 

@@ -1,11 +1,16 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { CardValidationError, type CallbackAllowRule, type ErrorBody, type LaneConfig } from '@lanes/contracts';
+import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
 import { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
-import { ApiError } from './api-error.js';
-import { createAuthHook } from './auth.js';
+import { ApiError, errorBody } from './api-error.js';
+import { createAuthHook, createEdgeHook } from './auth.js';
 import { registerBoard } from './board.js';
+import { compileApiTokens } from './edge/api-tokens.js';
+import { evaluateBind } from './edge/browser-edge.js';
+import type { Principal } from './edge/principal.js';
 import { createMetrics } from './metrics.js';
 import { cardRoutes } from './routes/cards.js';
 import { eventRoutes } from './routes/events.js';
@@ -20,7 +25,14 @@ export interface ApiOptions {
   redis: Redis;
   lanes: readonly LaneConfig[];
   log: Logger;
+  /** LANES_API_TOKENS: admin tokens over every lane. */
   tokens?: readonly string[];
+  /** The config file's `tokens`: scoped by lanes and role. */
+  scopedTokens?: readonly ApiTokenConfig[];
+  /** Where `fromEnv` tokens are read; default process.env. */
+  tokenEnv?: Record<string, string | undefined>;
+  /** The edge's timeouts; each defaults to its DEFAULT_API_* in @lanes/contracts defaults. */
+  limits?: Partial<ApiLimits>;
   now?: () => number;
   newId?: () => string;
   /** LANES_CALLBACK_ALLOW: inward callback targets a card may name. */
@@ -29,14 +41,30 @@ export interface ApiOptions {
   boardReadOnly?: boolean;
 }
 
+/** The edge's timeouts (README, HTTP API: Limits). */
+export interface ApiLimits {
+  requestTimeoutMs: number;
+  connectionTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+export const DEFAULT_API_LIMITS: ApiLimits = {
+  requestTimeoutMs: defaults.DEFAULT_API_REQUEST_TIMEOUT_MS,
+  connectionTimeoutMs: defaults.DEFAULT_API_CONNECTION_TIMEOUT_MS,
+  keepAliveTimeoutMs: defaults.DEFAULT_API_KEEP_ALIVE_TIMEOUT_MS,
+};
+
+/** Node's default deadline for a request's headers. */
+const NODE_HEADERS_TIMEOUT_MS = 60_000;
+
 export interface ApiServer {
   app: FastifyInstance;
   queues: LaneQueues;
+  /** No tokens configured: loopback Host names only, and listen() binds loopback only. */
+  open: boolean;
+  /** Listens, refusing (ConfigError naming LANES_HOST) a non-loopback address in open mode. */
+  listen(options: { port: number; host: string }): Promise<void>;
   close(): Promise<void>;
-}
-
-function errorBody(code: string, message: string, issues?: ErrorBody['error']['issues']): ErrorBody {
-  return { error: { code, message, ...(issues?.length ? { issues } : {}) } };
 }
 
 /** The board-facing HTTP API, with Bull Board, metrics and health. */
@@ -46,10 +74,47 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const store = new CardStore({ redis, now, log: options.log });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, now, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
+  const tokens = compileApiTokens(options.tokens ?? [], options.scopedTokens ?? [], options.tokenEnv ?? process.env);
+  const open = tokens.length === 0;
+  const limits = { ...DEFAULT_API_LIMITS, ...options.limits };
   const app = Fastify({
     loggerInstance: options.log.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     forceCloseConnections: true,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.connectionTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node checks request deadlines on an interval (30 s by default); 4 checks per deadline cut a late request within 1.25× of it.
+    // Node answers an incomplete request only if its header deadline is no later than the request's: keep Node's own 60 s, or less.
+    http: {
+      connectionsCheckingInterval: Math.max(1, Math.min(30_000, Math.floor(limits.requestTimeoutMs / 4))),
+      headersTimeout: Math.min(NODE_HEADERS_TIMEOUT_MS, limits.requestTimeoutMs),
+    },
+    routerOptions: { maxParamLength: defaults.API_MAX_PARAM_LENGTH },
+    // Node refuses a request that outlives requestTimeout (or a malformed one) before any route runs: answer in the API's shape.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const [status, code, message] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'REQUEST_TIMEOUT', `the request did not arrive within ${limits.requestTimeoutMs} ms`]
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? [431, 'HEADERS_TOO_LARGE', 'request headers too large']
+            : [400, 'BAD_REQUEST', 'malformed request'];
+      const body = JSON.stringify(errorBody(code, message));
+      if (socket.writable)
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        );
+      socket.destroy(err);
+    },
+  });
+  app.decorateRequest('principal', null as unknown as Principal);
+  // A mutation must say application/json (the edge hook); one with nothing to send (cancel) may send no body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    return parseJson(request, body as string, done);
   });
 
   app.setErrorHandler((err, _request, reply) => {
@@ -66,7 +131,8 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     return reply.code(500).send(errorBody('INTERNAL', 'internal error'));
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
-  app.addHook('onRequest', createAuthHook(options.tokens ?? []));
+  app.addHook('onRequest', createEdgeHook({ open }));
+  app.addHook('onRequest', createAuthHook(tokens));
 
   const statusDeps = { queues, store, fleet, lanes };
   const metrics = createMetrics(statusDeps);
@@ -84,6 +150,12 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   return {
     app,
     queues,
+    open,
+    async listen({ port, host }) {
+      const bind = evaluateBind(host, { open });
+      if (bind.action === 'refuse') throw new ConfigError([{ path: 'LANES_HOST', message: bind.reason }], 'environment');
+      await app.listen({ port, host });
+    },
     async close() {
       await app.close();
       await queues.close();

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, createAuthHook, parseTokens } from '../src/index.js';
+import { compileApiTokens, createAuthHook, parseTokens } from '../src/index.js';
 
 const TOKENS = ['tok-alpha', 'tok-beta'];
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -23,7 +23,7 @@ describe('createAuthHook', () => {
       const e = err as { statusCode?: number; code?: string; message: string };
       return reply.code(e.statusCode ?? 500).send({ error: { code: e.code, message: e.message } });
     });
-    app.addHook('onRequest', createAuthHook(tokens));
+    app.addHook('onRequest', createAuthHook(compileApiTokens(tokens, [], {})));
     for (const path of ['/', '/status-page/status.js', '/v1/lanes', '/healthz', '/readyz', '/metrics', '/admin/queues', '/admin/queues/api/queues']) {
       app.get(path, async () => ({ ok: path }));
     }
@@ -69,14 +69,13 @@ describe('createAuthHook', () => {
     { name: 'Basic with the token as user', auth: basic('tok-alpha', 'x') },
     { name: 'Basic with a wrong password', auth: basic('admin', 'nope') },
     { name: 'Basic with an empty password', auth: basic('admin', '') },
-  ])('refuses $name with 401 UNAUTHORIZED, an ApiError', async ({ auth }) => {
+  ])('refuses $name with 401 UNAUTHORIZED, answered by the hook itself', async ({ auth }) => {
     const a = await server(TOKENS);
     const res = await get(a, '/v1/lanes', auth);
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'missing or invalid API token' } });
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toBeInstanceOf(ApiError);
-    expect(errors[0]).toMatchObject({ statusCode: 401, code: 'UNAUTHORIZED' });
+    // Answered in the API's shape without the error handler, so a plugin's own handler (Bull Board's) cannot reshape it.
+    expect(errors).toEqual([]);
     expect(res.headers['www-authenticate']).toBeUndefined();
   });
 

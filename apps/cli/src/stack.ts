@@ -1,8 +1,13 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+<<<<<<< HEAD
 import { createApiServer, type ApiServer } from '@lanes/api';
 import type { CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
+=======
+import { createApiServer, type ApiLimits, type ApiServer } from '@lanes/api';
+import type { ApiTokenConfig, CallbackAllowRule, LaneConfig } from '@lanes/contracts';
+>>>>>>> edge
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
@@ -21,7 +26,13 @@ export interface StackOptions {
   filesBaseDir?: string;
   port?: number;
   host?: string;
+  /** LANES_API_TOKENS: admin tokens over every lane. */
   tokens?: readonly string[];
+  /** The config file's scoped `tokens`; `fromEnv` ones are read from `tokenEnv` (default process.env). */
+  scopedTokens?: readonly ApiTokenConfig[];
+  tokenEnv?: Record<string, string | undefined>;
+  /** The API's timeouts; unset ones take their DEFAULT_API_* defaults. */
+  apiLimits?: Partial<ApiLimits>;
   /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
   boardReadOnly?: boolean;
   heartbeatIntervalMs?: number;
@@ -80,11 +91,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         lanes: options.lanes,
         log: options.log,
         tokens: options.tokens ?? [],
+        ...(options.scopedTokens ? { scopedTokens: options.scopedTokens } : {}),
+        ...(options.tokenEnv ? { tokenEnv: options.tokenEnv } : {}),
+        ...(options.apiLimits ? { limits: options.apiLimits } : {}),
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
         ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';
-      await stack.api.app.listen({ port: options.port ?? 0, host });
+      await stack.api.listen({ port: options.port ?? 0, host });
       const addr = stack.api.app.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : options.port;
       stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;

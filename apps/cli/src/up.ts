@@ -27,8 +27,9 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   const tokens = parseTokens(settings.LANES_API_TOKENS);
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
   const port = options.port ?? settings.LANES_PORT;
-  // Open (no tokens) means local only: never listen beyond loopback without auth.
-  const host = settings.LANES_HOST ?? (tokens.length ? '0.0.0.0' : '127.0.0.1');
+  const scopedTokens = config.tokens ?? [];
+  // Open (no tokens) means local only: never listen beyond loopback without auth (the API refuses to).
+  const host = settings.LANES_HOST ?? (tokens.length || scopedTokens.length ? '0.0.0.0' : '127.0.0.1');
   const lanes = config.lanes;
   let stack: Stack;
   try {
@@ -43,6 +44,8 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       port,
       host,
       tokens,
+      scopedTokens,
+      tokenEnv: env,
       ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
       callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
@@ -58,7 +61,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');
   if (stack.url) {
     const lane = lanes[0]!.name;
-    const auth = tokens.length ? ` -H 'authorization: Bearer $TOKEN'` : '';
+    const auth = tokens.length || scopedTokens.length ? ` -H 'authorization: Bearer $TOKEN'` : '';
     print(
       [
         '',

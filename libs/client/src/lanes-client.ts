@@ -134,7 +134,8 @@ export class LanesClient {
       return await fetch(url, {
         method,
         headers: {
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          // The API takes mutations only as JSON (415 otherwise), a bodyless one (cancel) included.
+          ...(body !== undefined || method !== 'GET' ? { 'content-type': 'application/json' } : {}),
           ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
           ...headers,
         },

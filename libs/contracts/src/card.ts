@@ -1,17 +1,16 @@
 import { z } from 'zod';
+import { CARD_ID_MAX_LENGTH, MAX_CARD_METADATA_BYTES } from './defaults.js';
 
 /**
  * BullMQ forbids ':' in custom job ids, and a card id is its job id. It also names the card's
  * directory in its sandbox, so it starts with a letter or digit: `.` and `..` would name the
  * directory's parent, and a leading `-` reads as an option to any tool handed the id.
  */
-export const CARD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-/** The longest card id; path parameters must admit it. */
-export const MAX_CARD_ID_CHARS = 128;
+export const CARD_ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${CARD_ID_MAX_LENGTH - 1}}$`);
 /** Lane names become BullMQ queue names, which forbid ':'. */
 export const LANE_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-export const CardIdSchema = z.string().regex(CARD_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9._-], starting with a letter or digit');
+export const CardIdSchema = z.string().regex(CARD_ID_PATTERN, `must be 1-${CARD_ID_MAX_LENGTH} characters of [A-Za-z0-9._-], starting with a letter or digit`);
 
 export const LaneNameSchema = z.string().regex(LANE_NAME_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
 
@@ -55,6 +54,10 @@ export const PullRequestSchema = z.strictObject({
  */
 export const MAX_CARD_PRIORITY = 2_097_151;
 
+const utf8 = new TextEncoder();
+/** The size a value takes as JSON, in UTF-8 bytes. */
+const jsonBytes = (value: unknown): number => utf8.encode(JSON.stringify(value)).length;
+
 /** A PR card as a board sends it. Only `lane` and `title` are required. */
 export const CardInputSchema = z.strictObject({
   id: CardIdSchema.optional(),
@@ -65,7 +68,10 @@ export const CardInputSchema = z.strictObject({
   prompt: z.string().max(1_000_000).optional(),
   priority: z.number().int().min(0).max(MAX_CARD_PRIORITY).default(0),
   callbackUrl: z.url().optional(),
-  metadata: z.record(z.string(), z.json()).optional(),
+  metadata: z
+    .record(z.string(), z.json())
+    .refine((m) => jsonBytes(m) <= MAX_CARD_METADATA_BYTES, { message: `must be at most ${MAX_CARD_METADATA_BYTES} bytes as JSON` })
+    .optional(),
 });
 export type CardInput = z.input<typeof CardInputSchema>;
 

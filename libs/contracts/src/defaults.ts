@@ -43,3 +43,33 @@ export const DEFAULT_API_PORT = 3000;
  * first: a slot working many short cards writes once per card, not twice. Takes and sandbox changes go at once.
  */
 export const DEFAULT_CARD_PUBLISH_INTERVAL_MS = 100;
+
+/* The API's edge: every limit a client meets, each refused with a coded error (README, HTTP API). */
+
+/** The longest valid card id (CARD_ID_PATTERN): path parameters must hold it, or a card is accepted and then unreachable. */
+export const CARD_ID_MAX_LENGTH = 128;
+/** Fastify's `maxParamLength`: a path parameter as long as the longest id it may carry (card ids; lane names are ≤ 64). */
+export const API_MAX_PARAM_LENGTH = CARD_ID_MAX_LENGTH;
+/**
+ * A whole request (headers and body) must arrive within this (Node's `requestTimeout`, answered 408
+ * REQUEST_TIMEOUT): a 16 MiB bulk body at 1 MiB/s fits, a client trickling bytes does not hold a socket.
+ * Responses are not timed: an SSE stream lives on after its request has arrived.
+ */
+export const DEFAULT_API_REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * A socket with no traffic either way for this long is closed. SSE streams write a keepalive
+ * comment every 15 s (SSE_KEEPALIVE_MS), well inside it; Node's own header deadline is 60 s.
+ */
+export const DEFAULT_API_CONNECTION_TIMEOUT_MS = 120_000;
+/**
+ * An idle keep-alive connection is closed after this. Fastify's own default, kept above the 60 s idle
+ * timeout of common load balancers, so the balancer closes first and never reuses a socket being closed.
+ */
+export const DEFAULT_API_KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/**
+ * Cards per bulk POST (413 BULK_TOO_LARGE beyond). One bulk is one Lua script: 20,000 cards held
+ * Redis for 1.1 s; 1,000 keep it in the tens of milliseconds, well inside every worker's lock renewal.
+ */
+export const MAX_BULK_CARDS = 1_000;
+/** A card's `metadata`, serialized as JSON (UTF-8 bytes). It rides in the job, the record and the card file. */
+export const MAX_CARD_METADATA_BYTES = 64 * 1024;

@@ -1,6 +1,5 @@
 export {
   CARD_ID_PATTERN,
-  MAX_CARD_ID_CHARS,
   LANE_NAME_PATTERN,
   gitRefProblem,
   MAX_CARD_PRIORITY,
@@ -42,6 +41,7 @@ export {
   type SandboxSpec,
   type FileSync,
 } from './sandbox.js';
+export { TokenRoleSchema, ApiTokenConfigSchema, type TokenRole, type ApiTokenConfig } from './api-token.js';
 export { HistoryEntrySchema, type HistoryEntry } from './history.js';
 export { CardRecordSchema, type CardRecord } from './card-record.js';
 export {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApiTokenConfigSchema } from './api-token.js';
 import { LaneNameSchema } from './card.js';
 import * as D from './defaults.js';
 import { DEFAULT_MAX_RESULT_BYTES, MAX_RESULT_BYTES_LIMIT } from './agent-limits.js';
@@ -131,14 +132,29 @@ export const LaneConfigSchema = z
 export type LaneConfigInput = z.input<typeof LaneConfigSchema>;
 export type LaneConfig = z.infer<typeof LaneConfigSchema>;
 
-export const LanesConfigSchema = z.strictObject({ lanes: z.array(LaneConfigSchema).min(1, 'needs at least one lane') }).superRefine((cfg, ctx) => {
-  const seen = new Set<string>();
-  cfg.lanes.forEach((lane, i) => {
-    if (seen.has(lane.name)) {
-      ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
-    }
-    seen.add(lane.name);
+export const LanesConfigSchema = z
+  .strictObject({
+    lanes: z.array(LaneConfigSchema).min(1, 'needs at least one lane'),
+    /** Scoped API tokens (beside LANES_API_TOKENS, which are admin tokens over every lane). */
+    tokens: z.array(ApiTokenConfigSchema).optional(),
+  })
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.lanes.forEach((lane, i) => {
+      if (seen.has(lane.name)) {
+        ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
+      }
+      seen.add(lane.name);
+    });
+    const names = new Set<string>();
+    cfg.tokens?.forEach((token, i) => {
+      if (names.has(token.name)) ctx.addIssue({ code: 'custom', path: ['tokens', i, 'name'], message: `duplicate token name "${token.name}"` });
+      names.add(token.name);
+      if (token.lanes === '*') return;
+      token.lanes.forEach((lane, j) => {
+        if (!seen.has(lane)) ctx.addIssue({ code: 'custom', path: ['tokens', i, 'lanes', j], message: `unknown lane "${lane}"` });
+      });
+    });
   });
-});
 export type LanesConfigInput = z.input<typeof LanesConfigSchema>;
 export type LanesConfig = z.infer<typeof LanesConfigSchema>;

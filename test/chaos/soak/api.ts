@@ -15,7 +15,9 @@ export function soakApi(baseUrl: string): SoakApi {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+      // Every mutation says JSON (the API refuses others with 415), a bodyless cancel too.
+      headers: { 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
     return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };

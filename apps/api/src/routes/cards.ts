@@ -1,8 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { CardValidationError, UnblockBodySchema, evaluateCallbackTarget, parseCard, toIssues, type Card, type CallbackAllowRule, type ValidationIssue } from '@lanes/contracts';
+import type { FastifyRequest } from 'fastify';
+import {
+  CardValidationError,
+  UnblockBodySchema,
+  defaults,
+  evaluateCallbackTarget,
+  parseCard,
+  toIssues,
+  type Card,
+  type CallbackAllowRule,
+  type ValidationIssue,
+} from '@lanes/contracts';
 import type { CardStore, LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
+import { inScope, type Principal } from '../edge/principal.js';
 
 export interface CardRoutesDeps {
   queues: LaneQueues;
@@ -20,23 +32,33 @@ function callbackIssue(url: string, path: string, allow: readonly CallbackAllowR
   return decision.action === 'refuse' ? { path, message: `refused: ${decision.reason}` } : undefined;
 }
 
-/** A card or `{cards:[…]}`; every card is validated before any is enqueued, so a batch is all or nothing. */
-function parseBody(body: unknown, deps: CardRoutesDeps): { cards: Card[]; bulk: boolean } {
+/**
+ * A card or `{cards:[…]}`; every card is validated before any is enqueued, so a batch is all or nothing.
+ * A lane outside the principal's scope is refused exactly as a lane that does not exist (400 naming
+ * the card's `lane`), so a token learns nothing of lanes it cannot see; one such card refuses the batch.
+ */
+function parseBody(body: unknown, principal: Principal, deps: CardRoutesDeps): { cards: Card[]; bulk: boolean } {
   const newId = deps.newId ?? (() => randomUUID());
   const isBulk = body !== null && typeof body === 'object' && !Array.isArray(body) && 'cards' in body;
   const inputs: unknown[] = isBulk ? ((body as { cards: unknown }).cards as unknown[]) : [body];
   if (isBulk && (!Array.isArray(inputs) || inputs.length === 0)) {
     throw new CardValidationError([{ path: 'cards', message: 'must be a non-empty array of cards' }]);
   }
+  if (inputs.length > defaults.MAX_BULK_CARDS) {
+    throw new ApiError(413, 'BULK_TOO_LARGE', `at most ${defaults.MAX_BULK_CARDS} cards per request, got ${inputs.length}; split the batch`, [
+      { path: 'cards', message: `must hold at most ${defaults.MAX_BULK_CARDS} cards` },
+    ]);
+  }
   const issues: ValidationIssue[] = [];
   const cards: Card[] = [];
   inputs.forEach((input, i) => {
     try {
       const card = parseCard(input, newId, isBulk ? ['cards', i] : []);
-      if (!deps.queues.lane(card.lane)) {
+      if (!deps.queues.lane(card.lane) || !inScope(principal, card.lane)) {
         const known = deps.queues
           .all()
           .map((q) => q.name)
+          .filter((lane) => inScope(principal, lane))
           .join(', ');
         issues.push({ path: isBulk ? `cards.${i}.lane` : 'lane', message: `unknown lane "${card.lane}" (known: ${known})` });
       }
@@ -59,9 +81,15 @@ function parseBody(body: unknown, deps: CardRoutesDeps): { cards: Card[]; bulk: 
 
 export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   const { queues, store } = deps;
+  /** A card outside the principal's lanes answers 404 exactly as an unknown id does. */
+  const assertVisible = async (request: FastifyRequest<{ Params: { id: string } }>) => {
+    if (request.principal.lanes === '*') return;
+    const lane = await store.lane(request.params.id);
+    if (lane === undefined || !inScope(request.principal, lane)) throw notFound(`card ${request.params.id}`);
+  };
 
   app.post('/v1/cards', async (request, reply) => {
-    const { cards, bulk } = parseBody(request.body, deps);
+    const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await queues.enqueueMany(cards);
     if (!out.ok) {
@@ -82,17 +110,19 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
 
   app.get<{ Params: { id: string } }>('/v1/cards/:id', async (request) => {
     const record = await store.get(request.params.id);
-    if (!record) throw notFound(`card ${request.params.id}`);
+    if (!record || !inScope(request.principal, record.lane)) throw notFound(`card ${request.params.id}`);
     return record;
   });
 
   app.post<{ Params: { id: string } }>('/v1/cards/:id/cancel', async (request, reply) => {
+    await assertVisible(request);
     const out = await queues.cancel(request.params.id);
     if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
     return reply.code(202).send({ id: request.params.id, state: out.state });
   });
 
   app.post<{ Params: { id: string } }>('/v1/cards/:id/unblock', async (request, reply) => {
+    await assertVisible(request);
     const parsed = UnblockBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid unblock body', toIssues(parsed.error));
     const out = await queues.unblock(request.params.id, parsed.data.note);

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { EventLog } from '@lanes/queue';
+import { notFound } from '../api-error.js';
+import { inScope } from '../edge/principal.js';
 
 /** Each blocking read waits at most this long, so a closed client is noticed promptly. */
 export const SSE_BLOCK_MS = 5_000;
@@ -16,6 +18,8 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
   app.get<{ Querystring: { since?: string; lane?: string } }>('/v1/events', async (request, reply) => {
     const since = (request.headers['last-event-id'] as string | undefined) ?? request.query.since ?? '$';
     const lane = request.query.lane;
+    // A lane outside the token's scope answers as an unknown one; unfiltered, the stream holds only in-scope lanes.
+    if (lane !== undefined && !inScope(request.principal, lane)) throw notFound(`lane ${lane}`);
     // Pin "new events only" to the current tail before answering, so nothing after the answer is missed.
     // On the API's own connection: a fresh duplicate is not ready yet and, with no offline queue, would
     // fail, and falling back to 0-0 replayed the whole stream. A Redis that is down answers 503 instead.
@@ -46,7 +50,7 @@ export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void 
         const events = await log.read(cursor, SSE_BLOCK_MS);
         for (const e of events) {
           cursor = e.id;
-          if (lane && e.lane !== lane) continue;
+          if ((lane && e.lane !== lane) || !inScope(request.principal, e.lane)) continue;
           reply.raw.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
           lastWrite = Date.now();
         }

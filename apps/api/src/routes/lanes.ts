@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { ApiError, notFound } from '../api-error.js';
+import { inScope } from '../edge/principal.js';
 import { laneScale } from '../lane-scale.js';
 import { laneStatuses, type LaneStatusDeps } from '../lane-status.js';
 
@@ -16,23 +17,24 @@ const blockedLimitOf = (raw: string | undefined) => {
 };
 
 export function laneRoutes(app: FastifyInstance, deps: LaneStatusDeps & { redis: Redis }): void {
-  app.get('/v1/lanes', async () => ({ lanes: await laneStatuses(deps) }));
+  // A lane outside the token's scope is not listed, and answers 404 as an unknown lane does.
+  app.get('/v1/lanes', async (request) => ({ lanes: await laneStatuses({ ...deps, lanes: deps.lanes.filter((l) => inScope(request.principal, l.name)) }) }));
 
   app.get<{ Params: { id: string } }>('/v1/sandboxes/:id', async (request) => {
     const record = await deps.fleet.sandbox(request.params.id);
-    if (!record) throw notFound(`sandbox ${request.params.id}`);
+    if (!record || !inScope(request.principal, record.lane)) throw notFound(`sandbox ${request.params.id}`);
     return record;
   });
 
   app.get<{ Params: { name: string } }>('/v1/lanes/:name', async (request) => {
-    const lanes = await laneStatuses({ ...deps, lanes: deps.lanes.filter((l) => l.name === request.params.name) });
+    const lanes = await laneStatuses({ ...deps, lanes: deps.lanes.filter((l) => l.name === request.params.name && inScope(request.principal, l.name)) });
     if (!lanes[0]) throw notFound(`lane ${request.params.name}`);
     return lanes[0];
   });
 
   // The cards a lane holds blocked, oldest first, with why: what an operator acts on (needs-human waits for an unblock).
   app.get<{ Params: { name: string }; Querystring: { limit?: string } }>('/v1/lanes/:name/blocked', async (request) => {
-    const lane = deps.lanes.find((l) => l.name === request.params.name);
+    const lane = deps.lanes.find((l) => l.name === request.params.name && inScope(request.principal, l.name));
     if (!lane) throw notFound(`lane ${request.params.name}`);
     const limit = blockedLimitOf(request.query.limit);
     const blocked = (await deps.store.blocked(lane.name)).sort((a, b) => a.since - b.since);
@@ -53,7 +55,7 @@ export function laneRoutes(app: FastifyInstance, deps: LaneStatusDeps & { redis:
 
   // KEDA's metrics-api scaler reads `desiredWorkers` (valueLocation) from this body.
   app.get<{ Params: { name: string } }>('/v1/lanes/:name/scale', async (request) => {
-    const lane = deps.lanes.find((l) => l.name === request.params.name);
+    const lane = deps.lanes.find((l) => l.name === request.params.name && inScope(request.principal, l.name));
     if (!lane) throw notFound(`lane ${request.params.name}`);
     const decision = await laneScale(deps, lane, Date.now());
     return { lane: lane.name, desiredWorkers: decision.desiredWorkers, desiredSlots: decision.desiredSlots, depth: decision.depth, reason: decision.reason };

@@ -1,0 +1,403 @@
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_AGENT } from '@lanes/cli';
+import { ConfigError, type CardRecord, type LaneStatus } from '@lanes/contracts';
+import { apiClient, startRedis, startTestStack, waitFor, type ApiClient, type TestRedis, type TestStack } from '../harness/index.js';
+
+interface ErrorBody {
+  error: { code: string; message: string; issues?: Array<{ path: string; message: string }> };
+}
+
+const agent = [process.execPath, DEMO_AGENT];
+const LANES = [
+  { name: 'lane-a', slots: 1, agent },
+  { name: 'lane-b', slots: 1, agent },
+];
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+const ADMIN = 'admin-token-value-7f3a';
+const READER = 'read-token-value-91cc';
+const WRITER_A = 'lane-a-write-token-value-24be';
+
+/** A plain HTTP request with full control of the headers (fetch will not send a chosen Host). */
+function raw(url: string, options: { method?: string; path: string; headers?: Record<string, string>; body?: string }) {
+  const { hostname, port } = new URL(url);
+  return new Promise<{ status: number; body: ErrorBody | undefined }>((resolve, reject) => {
+    const req = httpRequest({ hostname, port, method: options.method ?? 'GET', path: options.path, headers: options.headers ?? {} }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        text += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? (JSON.parse(text) as ErrorBody) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** Opens /v1/events and collects each event until close(). */
+async function openStream(url: string, token: string, query = '') {
+  const controller = new AbortController();
+  const res = await fetch(`${url}/v1/events${query}`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const events: Array<{ id: string; type: string; cardId?: string; lane: string }> = [];
+  let ended = false;
+  const pump =
+    res.status === 200
+      ? (async () => {
+          const reader = res.body!.getReader();
+          const decoder = new TextDecoder();
+          let buf = '';
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) return;
+            buf += decoder.decode(value, { stream: true });
+            let end: number;
+            while ((end = buf.indexOf('\n\n')) >= 0) {
+              const block = buf.slice(0, end);
+              buf = buf.slice(end + 2);
+              const id = /^id: (.+)$/m.exec(block)?.[1];
+              const data = /^data: (.+)$/m.exec(block)?.[1];
+              if (id && data) events.push({ id, ...(JSON.parse(data) as { type: string; cardId?: string; lane: string }) });
+            }
+          }
+        })()
+          .catch(() => undefined)
+          .finally(() => {
+            ended = true;
+          })
+      : Promise.resolve();
+  return {
+    res,
+    events,
+    ended: () => ended,
+    async close() {
+      controller.abort();
+      await pump;
+    },
+  };
+}
+
+describe('boards are tenants: scoped tokens over a real API and Redis', () => {
+  let redis: TestRedis;
+  let conn: Redis;
+  let t: TestStack;
+  const logLines: string[] = [];
+  let admin: ApiClient;
+  let reader: ApiClient;
+  let writerA: ApiClient;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+        done();
+      },
+    });
+    // The API alone: cards stay queued, so each one can be read, cancelled and counted in Redis.
+    t = await startTestStack(redis.url, LANES, {
+      parts: { api: true, worker: false, supervisor: false },
+      log: pino({ level: 'info' }, sink),
+      tokens: [ADMIN],
+      scopedTokens: [
+        { name: 'scraper', sha256: sha256(READER), lanes: '*', role: 'read' },
+        { name: 'board-a', fromEnv: 'BOARD_A_TOKEN', lanes: ['lane-a'], role: 'write' },
+      ],
+      tokenEnv: { BOARD_A_TOKEN: WRITER_A },
+    });
+    admin = apiClient(t.stack.url!, ADMIN);
+    reader = apiClient(t.stack.url!, READER);
+    writerA = apiClient(t.stack.url!, WRITER_A);
+  });
+  afterAll(async () => {
+    await t?.stop();
+    conn?.disconnect();
+    await redis?.stop();
+  });
+
+  const cardKeys = async (pattern: string) => {
+    const found: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await conn.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    return found;
+  };
+
+  it('the lane-A token gets 404 on a lane-B card, its cancel and unblock, exactly as for an unknown id; the card is untouched', async () => {
+    expect((await admin.request('POST', '/v1/cards', { id: 'b-secret', lane: 'lane-b', title: 'not yours' })).status).toBe(202);
+    for (const [method, path] of [
+      ['GET', '/v1/cards/b-secret'],
+      ['POST', '/v1/cards/b-secret/cancel'],
+      ['POST', '/v1/cards/b-secret/unblock'],
+    ] as const) {
+      const hidden = await writerA.request<ErrorBody>(method, path, method === 'POST' ? {} : undefined);
+      const unknown = await writerA.request<ErrorBody>(method, path.replace('b-secret', 'b-nothing'), method === 'POST' ? {} : undefined);
+      expect(hidden.status, `${method} ${path}`).toBe(404);
+      expect(hidden.body.error.code).toBe('NOT_FOUND');
+      expect(hidden.body.error.message).toBe(unknown.body.error.message.replace('b-nothing', 'b-secret'));
+    }
+    expect((await admin.card('b-secret')).state).toBe('queued');
+  });
+
+  it('the lane-A token sees only lane A: lanes list, lane status, blocked list and scale', async () => {
+    const listed = await writerA.request<{ lanes: LaneStatus[] }>('GET', '/v1/lanes');
+    expect(listed.body.lanes.map((l) => l.name)).toEqual(['lane-a']);
+    expect((await admin.lanes()).map((l) => l.name)).toEqual(['lane-a', 'lane-b']);
+    for (const path of ['/v1/lanes/lane-b', '/v1/lanes/lane-b/blocked', '/v1/lanes/lane-b/scale']) {
+      const res = await writerA.request<ErrorBody>('GET', path);
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.message).toBe('lane lane-b not found');
+      expect((await writerA.request('GET', path.replace('lane-b', 'lane-a'))).status, path).toBe(200);
+    }
+  });
+
+  it('the lane-A token gets 404 on lane B events, and its unfiltered stream carries lane A only', async () => {
+    const refused = await openStream(t.stack.url!, WRITER_A, '?lane=lane-b');
+    expect(refused.res.status).toBe(404);
+    const mine = await openStream(t.stack.url!, WRITER_A);
+    const everything = await openStream(t.stack.url!, ADMIN);
+    // Lane B's card goes first: by the time lane A's event is seen, lane B's was already in the stream.
+    await admin.request('POST', '/v1/cards', { id: 'ev-b', lane: 'lane-b', title: 'b' });
+    await admin.request('POST', '/v1/cards', { id: 'ev-a', lane: 'lane-a', title: 'a' });
+    await waitFor('ev-a queued in the lane-A stream', () => mine.events.some((e) => e.cardId === 'ev-a'));
+    await waitFor('ev-a queued in the admin stream', () => everything.events.some((e) => e.cardId === 'ev-a'));
+    await mine.close();
+    await everything.close();
+    expect(mine.events.filter((e) => e.lane !== 'lane-a')).toEqual([]);
+    // The admin's stream did carry lane B: the scope is what kept it out.
+    expect(everything.events.some((e) => e.cardId === 'ev-b')).toBe(true);
+  });
+
+  it('a lane-A token enqueues to lane A; a lane outside its scope is refused as an unknown lane, the whole batch with it', async () => {
+    expect((await writerA.request('POST', '/v1/cards', { id: 'a-own', lane: 'lane-a', title: 'mine' })).status).toBe(202);
+    const single = await writerA.request<ErrorBody>('POST', '/v1/cards', { id: 'a-into-b', lane: 'lane-b', title: 'no' });
+    const nowhere = await writerA.request<ErrorBody>('POST', '/v1/cards', { id: 'a-into-x', lane: 'lane-x', title: 'no' });
+    expect(single.status).toBe(400);
+    expect(single.body.error.issues).toEqual([{ path: 'lane', message: 'unknown lane "lane-b" (known: lane-a)' }]);
+    expect(nowhere.body.error.issues).toEqual([{ path: 'lane', message: 'unknown lane "lane-x" (known: lane-a)' }]);
+    const bulk = await writerA.request<ErrorBody>('POST', '/v1/cards', {
+      cards: [
+        { id: 'a-bulk-ok', lane: 'lane-a', title: 'fine alone' },
+        { id: 'a-bulk-b', lane: 'lane-b', title: 'out of scope' },
+      ],
+    });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.error.issues?.map((i) => i.path)).toEqual(['cards.1.lane']);
+    for (const id of ['a-into-b', 'a-bulk-ok', 'a-bulk-b']) expect(await cardKeys(`*${id}*`), id).toEqual([]);
+  });
+
+  it('the lane-A token cancels its own card', async () => {
+    const res = await writerA.request<{ state: string }>('POST', '/v1/cards/a-own/cancel');
+    expect(res.status).toBe(202);
+    expect((await admin.card('a-own')).state).toBe('cancelled');
+  });
+
+  it('the read token reads every lane but gets 403 FORBIDDEN on every write, and nothing is queued', async () => {
+    const post = await reader.request<ErrorBody>('POST', '/v1/cards', { id: 'r-try', lane: 'lane-a', title: 'no' });
+    expect(post.status).toBe(403);
+    expect(post.body.error.code).toBe('FORBIDDEN');
+    expect(await cardKeys('*r-try*')).toEqual([]);
+    for (const action of ['cancel', 'unblock']) {
+      const res = await reader.request<ErrorBody>('POST', `/v1/cards/b-secret/${action}`);
+      expect(res.status, action).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+    expect((await reader.request<CardRecord>('GET', '/v1/cards/b-secret')).body.state).toBe('queued');
+    expect((await reader.lanes()).map((l) => l.name)).toEqual(['lane-a', 'lane-b']);
+    expect((await reader.request('GET', '/v1/lanes/lane-b/scale')).status).toBe(200);
+    expect((await reader.request('GET', '/metrics')).status).toBe(200);
+  });
+
+  it('Bull Board and /metrics follow the role: read sees the board, only admin changes it; a lane-scoped token gets neither', async () => {
+    expect((await reader.request('GET', '/admin/queues/api/queues')).status).toBe(200);
+    const pause = await reader.request<ErrorBody>('PUT', '/admin/queues/api/queues/lane-a/pause');
+    expect(pause.status).toBe(403);
+    expect(pause.body.error.code).toBe('FORBIDDEN');
+    for (const path of ['/admin/queues', '/admin/queues/api/queues', '/metrics']) {
+      const res = await writerA.request<ErrorBody>('GET', path);
+      expect(res.status, path).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+    expect((await writerA.request('PUT', '/admin/queues/api/queues/lane-a/pause')).status).toBe(403);
+    expect((await admin.request('PUT', '/admin/queues/api/queues/lane-a/pause')).status).toBe(200);
+    expect((await admin.request('PUT', '/admin/queues/api/queues/lane-a/resume')).status).toBe(200);
+  });
+
+  it('the admin token does everything, on every lane', async () => {
+    expect((await admin.request('POST', '/v1/cards', { id: 'adm-b', lane: 'lane-b', title: 'b' })).status).toBe(202);
+    expect((await admin.request('GET', '/v1/cards/adm-b')).status).toBe(200);
+    expect((await admin.request('POST', '/v1/cards/adm-b/cancel')).status).toBe(202);
+    expect((await admin.request('GET', '/v1/lanes/lane-b/blocked')).status).toBe(200);
+    expect((await admin.request('GET', '/metrics')).status).toBe(200);
+    expect((await admin.request('GET', '/admin/queues/api/queues')).status).toBe(200);
+    const stream = await openStream(t.stack.url!, ADMIN, '?lane=lane-b&since=0-0');
+    expect(stream.res.status).toBe(200);
+    await waitFor('adm-b cancelled in the lane-B stream', () => stream.events.some((e) => e.cardId === 'adm-b' && e.type === 'card.cancelled'));
+    await stream.close();
+  });
+
+  it('logs name the token that made each request, never a token value', () => {
+    const requests = logLines.map((l) => JSON.parse(l) as { token?: string; msg?: string }).filter((l) => l.msg === 'request completed');
+    const named = new Set(requests.map((l) => l.token));
+    for (const name of ['LANES_API_TOKENS#1', 'scraper', 'board-a']) expect(named).toContain(name);
+    const all = logLines.join('\n');
+    for (const value of [ADMIN, READER, WRITER_A]) expect(all).not.toContain(value);
+  });
+
+  it('refuses a text/plain or type-less mutation with 415, and a cross-site or cross-origin one with 403; the card stays queued', async () => {
+    await admin.request('POST', '/v1/cards', { id: 'edge-1', lane: 'lane-a', title: 'x' });
+    const auth = { authorization: `Bearer ${ADMIN}` };
+    const plain = await admin.request<ErrorBody>('POST', '/v1/cards/edge-1/cancel', '{}', { 'content-type': 'text/plain' });
+    expect(plain.status).toBe(415);
+    expect(plain.body.error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    const typeless = await raw(t.stack.url!, { method: 'POST', path: '/v1/cards/edge-1/cancel', headers: auth });
+    expect(typeless.status).toBe(415);
+    const form = await raw(t.stack.url!, {
+      method: 'POST',
+      path: '/v1/cards',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'lane=lane-a&title=x',
+    });
+    expect(form.status).toBe(415);
+    const evil = await admin.request<ErrorBody>('POST', '/v1/cards/edge-1/cancel', undefined, { origin: 'http://evil.example' });
+    expect(evil.status).toBe(403);
+    expect(evil.body.error.code).toBe('CROSS_SITE');
+    const crossSite = await admin.request<ErrorBody>('POST', '/v1/cards/edge-1/cancel', undefined, { 'sec-fetch-site': 'cross-site' });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.body.error.code).toBe('CROSS_SITE');
+    expect((await admin.card('edge-1')).state).toBe('queued');
+    // The same page's own origin, as a browser on the status page sends it, gets through.
+    const own = await admin.request('POST', '/v1/cards/edge-1/cancel', undefined, { origin: t.stack.url!, 'sec-fetch-site': 'same-origin' });
+    expect(own.status).toBe(202);
+  });
+
+  it('a 128-character id can be posted, read and cancelled; 129 is refused naming id', async () => {
+    const id = `c${'x'.repeat(127)}`;
+    expect(id).toHaveLength(128);
+    expect((await admin.request('POST', '/v1/cards', { id, lane: 'lane-a', title: 'long id' })).status).toBe(202);
+    const got = await admin.request<CardRecord>('GET', `/v1/cards/${id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.id).toBe(id);
+    const cancelled = await admin.request<{ state: string }>('POST', `/v1/cards/${id}/cancel`);
+    expect(cancelled.status).toBe(202);
+    expect((await admin.card(id)).state).toBe('cancelled');
+    const tooLong = await admin.request<ErrorBody>('POST', '/v1/cards', { id: `${id}y`, lane: 'lane-a', title: 'too long' });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error.issues?.map((i) => i.path)).toEqual(['id']);
+  });
+
+  it('refuses a bulk of 5,000 (and of 1,001) with 413 BULK_TOO_LARGE and queues nothing; 1,000 is taken', async () => {
+    const cards = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, lane: 'lane-a', title: 'bulk' }));
+    const waitingBefore = await conn.llen('lanes:lane-a:wait');
+    for (const [prefix, n] of [
+      ['bulk5k', 5_000],
+      ['bulk1001', 1_001],
+    ] as const) {
+      const res = await admin.request<ErrorBody>('POST', '/v1/cards', { cards: cards(prefix, n) });
+      expect(res.status, prefix).toBe(413);
+      expect(res.body.error.code).toBe('BULK_TOO_LARGE');
+      expect(await cardKeys(`*${prefix}-*`), prefix).toEqual([]);
+    }
+    expect(await conn.llen('lanes:lane-a:wait')).toBe(waitingBefore);
+    const ok = await admin.request<{ cards: unknown[] }>('POST', '/v1/cards', { cards: cards('bulk1000', 1_000) });
+    expect(ok.status).toBe(202);
+    expect(ok.body.cards).toHaveLength(1_000);
+    expect(await conn.llen('lanes:lane-a:wait')).toBe(waitingBefore + 1_000);
+  });
+
+  it('refuses metadata over 64 KiB with 400 naming metadata', async () => {
+    const big = { blob: 'x'.repeat(64 * 1024) };
+    const res = await admin.request<ErrorBody>('POST', '/v1/cards', { id: 'meta-big', lane: 'lane-a', title: 'm', metadata: big });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues?.map((i) => i.path)).toEqual(['metadata']);
+    expect(await cardKeys('*meta-big*')).toEqual([]);
+  });
+});
+
+describe('the edge in open mode (no tokens)', () => {
+  let redis: TestRedis;
+  let t: TestStack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    t = await startTestStack(redis.url, LANES, { parts: { api: true, worker: false, supervisor: false } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+  });
+
+  it('answers loopback Host names only (DNS rebinding reaches nothing)', async () => {
+    const { port } = new URL(t.stack.url!);
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'localhost']) {
+      expect((await raw(t.stack.url!, { path: '/v1/lanes', headers: { host } })).status, host).toBe(200);
+    }
+    for (const host of [`evil.example:${port}`, `127.0.0.1.nip.io:${port}`, '10.0.0.5']) {
+      const res = await raw(t.stack.url!, { path: '/v1/lanes', headers: { host } });
+      expect(res.status, host).toBe(421);
+      expect(res.body?.error.code).toBe('HOST_NOT_LOOPBACK');
+    }
+  });
+
+  it('refuses to listen on a non-loopback address with no tokens, naming LANES_HOST; with a token it listens', async () => {
+    const refused = startTestStack(redis.url, LANES, { parts: { api: true, worker: false, supervisor: false }, host: '0.0.0.0' });
+    await expect(refused).rejects.toBeInstanceOf(ConfigError);
+    await expect(refused).rejects.toThrow(/LANES_HOST.*refusing to listen on 0\.0\.0\.0 with no API tokens/);
+    const guarded = await startTestStack(redis.url, LANES, { parts: { api: true, worker: false, supervisor: false }, host: '0.0.0.0', tokens: ['tok'] });
+    await guarded.stop();
+  });
+});
+
+describe('edge timeouts', () => {
+  const REQUEST_TIMEOUT_MS = 1_000;
+  let redis: TestRedis;
+  let t: TestStack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    t = await startTestStack(redis.url, LANES, { parts: { api: true, worker: false, supervisor: false }, apiLimits: { requestTimeoutMs: REQUEST_TIMEOUT_MS } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await redis?.stop();
+  });
+
+  it('answers a request that never finishes arriving with 408 REQUEST_TIMEOUT', async () => {
+    const { hostname, port } = new URL(t.stack.url!);
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      answer += c;
+    });
+    const closed = new Promise((r) => socket.once('close', r));
+    // Headers promise a body that never comes.
+    socket.write('POST /v1/cards HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"lane":');
+    await waitFor('the API to answer the stalled request', () => answer.includes('\r\n\r\n') || socket.destroyed, { timeoutMs: 10 * REQUEST_TIMEOUT_MS });
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'REQUEST_TIMEOUT' } });
+  });
+
+  it('keeps an SSE stream open past the request timeout, still delivering events', async () => {
+    const stream = await openStream(t.stack.url!, '');
+    expect(stream.res.status).toBe(200);
+    const opened = Date.now();
+    // The stream's lifetime is the subject: let three request timeouts (and the server's checks) pass.
+    await waitFor('three request timeouts to pass', () => Date.now() - opened > 3 * REQUEST_TIMEOUT_MS || stream.ended(), { timeoutMs: 10 * REQUEST_TIMEOUT_MS });
+    expect(stream.ended()).toBe(false);
+    await t.api.request('POST', '/v1/cards', { id: 'late', lane: 'lane-a', title: 'after the timeout' });
+    await waitFor('the late card on the old stream', () => stream.events.some((e) => e.cardId === 'late'));
+    await stream.close();
+  });
+});
