@@ -1,13 +1,8 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-<<<<<<< HEAD
-import { createApiServer, type ApiServer } from '@lanes/api';
-import type { CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
-=======
 import { createApiServer, type ApiLimits, type ApiServer } from '@lanes/api';
-import type { ApiTokenConfig, CallbackAllowRule, LaneConfig } from '@lanes/contracts';
->>>>>>> edge
+import type { ApiTokenConfig, CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
