@@ -268,4 +268,15 @@ describe('parseAllowRule and LANES_CALLBACK_ALLOW', () => {
     expect(() => parseEnv({ LANES_CALLBACK_ALLOW: '127.0.0.1,10.0.0.0/99' })).toThrow(ConfigError);
     expect(() => parseEnv({ LANES_CALLBACK_ALLOW: '127.0.0.1,10.0.0.0/99' })).toThrow(/LANES_CALLBACK_ALLOW.*10\.0\.0\.0\/99/);
   });
+
+  it('takes a previous callback secret for a rotation, only beside the current one', () => {
+    const current = 'the-new-callback-secret';
+    const previous = 'the-old-callback-secret';
+    expect(parseEnv({ LANES_CALLBACK_SECRET: current, LANES_CALLBACK_SECRET_PREVIOUS: previous })).toMatchObject({
+      LANES_CALLBACK_SECRET: current,
+      LANES_CALLBACK_SECRET_PREVIOUS: previous,
+    });
+    expect(() => parseEnv({ LANES_CALLBACK_SECRET_PREVIOUS: previous })).toThrow(/LANES_CALLBACK_SECRET_PREVIOUS/);
+    expect(() => parseEnv({ LANES_CALLBACK_SECRET: current, LANES_CALLBACK_SECRET_PREVIOUS: 'short' })).toThrow(/LANES_CALLBACK_SECRET_PREVIOUS/);
+  });
 });
