@@ -43,3 +43,10 @@ export const DEFAULT_API_PORT = 3000;
  * first: a slot working many short cards writes once per card, not twice. Takes and sandbox changes go at once.
  */
 export const DEFAULT_CARD_PUBLISH_INTERVAL_MS = 100;
+/**
+ * Callback entries waiting for delivery (the callback stream's length) at which enqueues of cards
+ * with a callbackUrl are refused (503 CALLBACK_BACKLOG). An entry is the event JSON, a few hundred
+ * bytes, so the bound is some tens of MB of Redis; at the default delivery rate it is many minutes
+ * of a stalled supervisor, five times the 10,000 at which the stream used to drop entries unread.
+ */
+export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;

@@ -8,6 +8,6 @@ export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResul
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { appendJobLog } from './job-log-append.js';
 export { jobOptions, COMPLETED_JOB_RETENTION_S, FAILED_JOB_RETENTION_S, RETRY_BASE_DELAY_MS } from './job-options.js';
-export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CommandOutcome } from './lane-queues.js';
+export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';
 export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
