@@ -251,7 +251,7 @@ describe('card callbacks', () => {
     for (const id of held) await t.api.waitCard(id, 'done', (c) => c.state === 'done');
     await waitFor('the blackhole holds deliveries', () => hole.sockets.size >= 4);
     await t.api.request('POST', '/v1/cards', { id: 'cb-beside-hole', lane: 'cb', title: 'board that answers', callbackUrl: `${b.url}/hook` });
-    const hit = await waitFor('the other host\'s callback', () => b.received.find((r) => r.body.card.id === 'cb-beside-hole'));
+    const hit = await waitFor("the other host's callback", () => b.received.find((r) => r.body.card.id === 'cb-beside-hole'));
     // From the card's end (the event's time) to the board: not behind the blackhole's 5 s timeouts.
     expect(hit.receivedAt - Date.parse(hit.body.at)).toBeLessThan(2_000);
     // The blackhole was still holding its deliveries meanwhile.

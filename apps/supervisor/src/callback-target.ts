@@ -63,7 +63,12 @@ export function postTo(
   return new Promise((resolve) => {
     const request = (url.protocol === 'https:' ? https : http).request(
       url,
-      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: pinned, signal: cancel ? AbortSignal.any([AbortSignal.timeout(timeoutMs), cancel]) : AbortSignal.timeout(timeoutMs) },
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        lookup: pinned,
+        signal: cancel ? AbortSignal.any([AbortSignal.timeout(timeoutMs), cancel]) : AbortSignal.timeout(timeoutMs),
+      },
       (res) => {
         res.resume();
         resolve({ status: res.statusCode ?? 0 });

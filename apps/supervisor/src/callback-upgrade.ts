@@ -93,10 +93,6 @@ return {1, pending, unread}
 
 /** Carries what the old group on the event stream still held over to the callback stream, then destroys it. */
 export async function carryOldCallbacks(redis: Redis, group: string): Promise<CarriedCallbacks> {
-  const reply = (await redis.eval(CARRY_LUA, 2, OLD_CALLBACK_STREAM, keys.callbacks(), group, keys.card(''), ...CALLBACK_EVENT_TYPES)) as [
-    number,
-    number,
-    number,
-  ];
+  const reply = (await redis.eval(CARRY_LUA, 2, OLD_CALLBACK_STREAM, keys.callbacks(), group, keys.card(''), ...CALLBACK_EVENT_TYPES)) as [number, number, number];
   return { found: reply[0] === 1, pending: reply[1], unread: reply[2] };
 }

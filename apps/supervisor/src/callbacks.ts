@@ -222,10 +222,7 @@ export class CallbackDispatcher {
     let entries: Array<[string, string[]]> = [];
     const now = performance.now();
     if (now >= this.nextClaimAt) {
-      const claimed = (await redis.xautoclaim(keys.callbacks(), CALLBACK_GROUP, consumer, this.claimIdleMs, '0-0', 'COUNT', count)) as [
-        string,
-        Array<[string, string[]] | null>,
-      ];
+      const claimed = (await redis.xautoclaim(keys.callbacks(), CALLBACK_GROUP, consumer, this.claimIdleMs, '0-0', 'COUNT', count)) as [string, Array<[string, string[]] | null>];
       entries = (claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null && !this.held.has(e[0]));
       // A full page may have more behind it: look again at once.
       if ((claimed[1] ?? []).length < count) this.nextClaimAt = now + this.claimIdleMs / 2;
@@ -375,9 +372,7 @@ export class CallbackDispatcher {
       }
       if (secrets.length) headers[SIGNATURE_HEADER] = signatureHeader(secrets, body, Math.floor((this.deps.now ?? Date.now)() / 1000));
       const result =
-        target.action === 'unresolved'
-          ? { error: target.reason }
-          : await postTo(url, target, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS, this.stopping.signal);
+        target.action === 'unresolved' ? { error: target.reason } : await postTo(url, target, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS, this.stopping.signal);
       if (!this.running) return 'keep';
       const decision = evaluateCallback(result, attempt, this.deps.retry ?? DEFAULT_CALLBACK_RETRY);
       switch (decision.action) {
