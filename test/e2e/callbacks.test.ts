@@ -1,9 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { parseAllowRule, type CallbackAllowRule, type CardRecord } from '@lanes/contracts';
+import { keys } from '@lanes/queue';
 import { systemLookup, type CallbackLookup } from '@lanes/supervisor';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
@@ -13,11 +16,17 @@ interface Received {
   status: number;
   event: string;
   signature: string | undefined;
+  /** x-lanes-delivery. */
+  delivery: string | undefined;
+  /** Date.now() when the request ended at the board. */
+  receivedAt: number;
   raw: string;
-  body: { event: string; card: CardRecord };
+  body: { event: string; at: string; deliveryId: string; card: CardRecord };
 }
 
+/** The stack signs with SECRET and, as during a rotation, with PREVIOUS_SECRET too. */
 const SECRET = 'callback-secret-for-tests';
+const PREVIOUS_SECRET = 'callback-secret-rotated-out';
 
 /** A board on loopback: records every callback; `/flaky` answers 503 twice before accepting, `/gone` always 410. */
 function board(host = '127.0.0.1'): Promise<{ server: Server; url: string; port: number; received: Received[] }> {
@@ -38,6 +47,8 @@ function board(host = '127.0.0.1'): Promise<{ server: Server; url: string; port:
         status: res.statusCode,
         event: String(req.headers['x-lanes-event']),
         signature: req.headers['x-lanes-signature'] as string | undefined,
+        delivery: req.headers['x-lanes-delivery'] as string | undefined,
+        receivedAt: Date.now(),
         raw,
         body: JSON.parse(raw),
       });
@@ -58,11 +69,34 @@ const ALLOW = [parseAllowRule('127.0.0.1') as CallbackAllowRule];
 const INWARD_HOST = 'inward-board.test';
 const lookup: CallbackLookup = async (host) => (host === INWARD_HOST ? [{ address: '127.0.0.2', family: 4 }] : systemLookup(host));
 
-/** The receiver side of the signature, as the README shows it. */
+/** The receiver side of the signature, as the README shows it: any `v1` made with the receiver's one secret. */
 function verify(secret: string, header: string | undefined, raw: string): { ok: boolean; t: number } {
-  const parts = Object.fromEntries((header ?? '').split(',').map((p) => p.split('=') as [string, string]));
-  const expected = createHmac('sha256', secret).update(`${parts.t}.${raw}`).digest('hex');
-  return { ok: expected === parts.v1, t: Number(parts.t) };
+  const parts = (header ?? '').split(',').map((p) => p.split('=') as [string, string]);
+  const t = parts.find(([k]) => k === 't')?.[1];
+  const expected = createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex');
+  return { ok: parts.some(([k, v]) => k === 'v1' && v === expected), t: Number(t) };
+}
+
+/** A host that accepts connections and never answers: every delivery to it waits out its timeout. */
+function blackhole(): Promise<{ url: string; sockets: Set<Socket>; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.resume();
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+        sockets,
+        close: () => {
+          for (const s of sockets) s.destroy();
+          server.close();
+        },
+      }),
+    ),
+  );
 }
 
 describe('card callbacks', () => {
@@ -70,28 +104,34 @@ describe('card callbacks', () => {
   let t: TestStack;
   let b: Awaited<ReturnType<typeof board>>;
   let inward: Awaited<ReturnType<typeof board>>;
+  let hole: Awaited<ReturnType<typeof blackhole>>;
+  let conn: Redis;
   const logLines: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
     redis = await startRedis();
     b = await board();
     inward = await board('127.0.0.2');
+    hole = await blackhole();
+    conn = new Redis(redis.url);
     const log = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
     t = await startTestStack(redis.url, [{ name: 'cb', slots: 1, agent: [process.execPath, DEMO_AGENT], attempts: 1 }], {
       // Five tries: a delivery that stops at the third is the board's 200, not the retry limit.
-      callbacks: { secret: SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 }, lookup },
+      callbacks: { secret: SECRET, previousSecret: PREVIOUS_SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 }, lookup },
       callbackAllow: ALLOW,
       log,
     });
   });
   afterAll(async () => {
     await t?.stop();
+    conn?.disconnect();
+    hole?.close();
     await redis?.stop();
     b?.server.close();
     inward?.server.close();
   });
 
-  it('POSTs the finished card, signed with a timestamp, to its callbackUrl', async () => {
+  it('POSTs the finished card with its delivery id, signed with a timestamp by both secrets of a rotation, to its callbackUrl', async () => {
     const before = Math.floor(Date.now() / 1000);
     await t.api.request('POST', '/v1/cards', { id: 'cb-1', lane: 'cb', title: 'tell me', callbackUrl: `${b.url}/hook` });
     await t.api.waitCard('cb-1', 'done', (c) => c.state === 'done');
@@ -100,9 +140,15 @@ describe('card callbacks', () => {
     expect(hit.event).toBe('card.done');
     expect(hit.body.card.state).toBe('done');
     expect(hit.body.card.result).toMatchObject({ branch: 'lanes/cb-1' });
-    expect(hit.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(hit.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    // The delivery id is the callback stream entry's, in the header and in the signed body.
+    expect(hit.delivery).toMatch(/^\d+-\d+$/);
+    expect(hit.body.deliveryId).toBe(hit.delivery);
     const signed = verify(SECRET, hit.signature, hit.raw);
     expect(signed.ok).toBe(true);
+    // A board that still holds only the previous secret verifies during the rotation; any other secret does not.
+    expect(verify(PREVIOUS_SECRET, hit.signature, hit.raw).ok).toBe(true);
+    expect(verify('callback-secret-never-issued', hit.signature, hit.raw).ok).toBe(false);
     expect(signed.t).toBeGreaterThanOrEqual(before);
     expect(signed.t).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
     // The timestamp is part of what is signed: the same body under another time does not verify.
@@ -110,28 +156,35 @@ describe('card callbacks', () => {
     expect(b.received.filter((r) => r.body.card.id === 'cb-1')).toHaveLength(1);
   });
 
-  /** The dispatcher delivers one event at a time, so a later card's callback means the earlier delivery has ended. */
-  async function afterDeliveriesSettle(marker: string) {
-    await t.api.request('POST', '/v1/cards', { id: marker, lane: 'cb', title: 'marker', callbackUrl: `${b.url}/hook` });
-    await waitFor(`the ${marker} callback`, () => b.received.find((r) => r.body.card.id === marker));
+  /**
+   * Every delivery has ended: the callback stream is trimmed only past acknowledged entries, and
+   * an entry is acknowledged when its delivery ends (delivered, refused or given up), so an empty
+   * stream means none is still being tried.
+   */
+  async function afterDeliveriesSettle() {
+    await waitFor('every callback delivery ended', async () => (await conn.xlen(keys.callbacks())) === 0);
   }
 
   it('retries a board that is briefly down, and delivers once it answers', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'cb-2', lane: 'cb', title: 'flaky board', callbackUrl: `${b.url}/flaky`, metadata: { fail: 'on purpose' } });
     await t.api.waitCard('cb-2', 'failed', (c) => c.state === 'failed');
     await waitFor('the accepted delivery', () => b.received.some((r) => r.body.card.id === 'cb-2' && r.status === 200));
-    await afterDeliveriesSettle('cb-2-marker');
+    await afterDeliveriesSettle();
     const tries = b.received.filter((r) => r.body.card.id === 'cb-2');
     // Two refusals, then the delivery the board accepted, and nothing after it.
     expect(tries.map((r) => r.status)).toEqual([503, 503, 200]);
     expect(tries.every((r) => r.event === 'card.failed')).toBe(true);
+    // One event, one delivery id on every try: a board de-duplicates on it.
+    expect(new Set(tries.map((r) => r.delivery)).size).toBe(1);
+    expect(tries[0]!.delivery).toMatch(/^\d+-\d+$/);
+    expect(tries.map((r) => r.body.deliveryId)).toEqual(tries.map((r) => r.delivery));
   });
 
   it('gives up at once on a board that answers 410 Gone', async () => {
     await t.api.request('POST', '/v1/cards', { id: 'cb-gone', lane: 'cb', title: 'gone board', callbackUrl: `${b.url}/gone` });
     await t.api.waitCard('cb-gone', 'done', (c) => c.state === 'done');
     await waitFor('the refused delivery', () => b.received.some((r) => r.body.card.id === 'cb-gone'));
-    await afterDeliveriesSettle('cb-gone-marker');
+    await afterDeliveriesSettle();
     expect(b.received.filter((r) => r.body.card.id === 'cb-gone').map((r) => r.status)).toEqual([410]);
   });
 
@@ -143,9 +196,7 @@ describe('card callbacks', () => {
 
     await t.api.request('POST', '/v1/cards', { id: 'cb-4', lane: 'cb', title: 'quiet' });
     await t.api.waitCard('cb-4', 'done', (c) => c.state === 'done');
-    // cb-5 finishes after cb-4, so had cb-4 produced a callback it would have arrived by now.
-    await t.api.request('POST', '/v1/cards', { id: 'cb-5', lane: 'cb', title: 'marker', callbackUrl: `${b.url}/hook` });
-    await waitFor('the marker callback', () => b.received.find((r) => r.body.card.id === 'cb-5'));
+    await afterDeliveriesSettle();
     expect(b.received.some((r) => r.body.card.id === 'cb-4')).toBe(false);
   });
 
@@ -187,9 +238,23 @@ describe('card callbacks', () => {
     const refused = await waitFor('the callback.refused log', () => logLines.find((l) => l.event === 'callback.refused' && l.cardId === 'cb-dns'));
     expect(refused).toMatchObject({ address: '127.0.0.2', lane: 'cb', type: 'card.done' });
     expect(String(refused.reason)).toContain(INWARD_HOST);
-    await afterDeliveriesSettle('cb-dns-marker');
+    await afterDeliveriesSettle();
     // The second board is reachable at 127.0.0.2: had the check let it through, it would have heard.
     await fetch(`${inward.url}/probe`, { method: 'POST', body: '{}' });
     expect(inward.received.map((r) => r.path)).toEqual(['/probe']);
+  });
+
+  it('a host that accepts connections and never answers delays another host by less than 2 s', async () => {
+    // More deliveries to the blackhole than it may have in flight: some wait for it, none for the board.
+    const held = ['cb-hole-1', 'cb-hole-2', 'cb-hole-3', 'cb-hole-4', 'cb-hole-5', 'cb-hole-6'];
+    await t.api.request('POST', '/v1/cards', { cards: held.map((id) => ({ id, lane: 'cb', title: 'blackholed board', callbackUrl: `${hole.url}/hook` })) });
+    for (const id of held) await t.api.waitCard(id, 'done', (c) => c.state === 'done');
+    await waitFor('the blackhole holds deliveries', () => hole.sockets.size >= 4);
+    await t.api.request('POST', '/v1/cards', { id: 'cb-beside-hole', lane: 'cb', title: 'board that answers', callbackUrl: `${b.url}/hook` });
+    const hit = await waitFor("the other host's callback", () => b.received.find((r) => r.body.card.id === 'cb-beside-hole'));
+    // From the card's end (the event's time) to the board: not behind the blackhole's 5 s timeouts.
+    expect(hit.receivedAt - Date.parse(hit.body.at)).toBeLessThan(2_000);
+    // The blackhole was still holding its deliveries meanwhile.
+    expect(hole.sockets.size).toBeGreaterThanOrEqual(1);
   });
 });

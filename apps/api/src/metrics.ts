@@ -37,6 +37,16 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
     help: 'Worker containers the fleet wants: for each lane, desired slots / slots per worker, rounded up; the largest lane wins',
     registers: [registry],
   });
+  const callbackBacklog = new Gauge({
+    name: 'lanes_callback_backlog',
+    help: 'Callbacks not yet delivered (the callback stream from its oldest unacknowledged entry on)',
+    registers: [registry],
+  });
+  const callbackBacklogLimit = new Gauge({
+    name: 'lanes_callback_backlog_limit',
+    help: 'lanes_callback_backlog at which cards with a callbackUrl are refused (503 CALLBACK_BACKLOG)',
+    registers: [registry],
+  });
   const scrapeOk = new Gauge({ name: 'lanes_scrape_ok', help: '1 when lane state could be read from Redis', registers: [registry] });
   // prom-client serializes metrics concurrently, so one refresh before serializing keeps them consistent.
   async function refresh(): Promise<void> {
@@ -57,6 +67,9 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
         outage.set({ lane: lane.name }, lane.outage ? 1 : 0);
       }
       workers.set(wanted);
+      const backlog = await deps.queues.callbackBacklog();
+      callbackBacklog.set(backlog.length);
+      callbackBacklogLimit.set(backlog.max);
       scrapeOk.set(1);
     } catch {
       scrapeOk.set(0);

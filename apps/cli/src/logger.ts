@@ -20,6 +20,7 @@ export const REDACT_PATHS = [
   'env.MODAL_TOKEN_SECRET',
   'env.LANES_API_TOKENS',
   'env.LANES_CALLBACK_SECRET',
+  'env.LANES_CALLBACK_SECRET_PREVIOUS',
   '*.env.MODAL_TOKEN_SECRET',
   'redisUrl',
 ];

@@ -33,8 +33,14 @@ export interface StackOptions {
   heartbeatIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
-  /** Card callbacks are delivered by the supervisor; `secret` signs them. */
-  callbacks?: { secret?: string; retry?: { maxAttempts: number; baseDelayMs: number }; lookup?: CallbackLookup };
+  /** Card callbacks are delivered by the supervisor; `secret` (and during a rotation `previousSecret`) signs them. */
+  callbacks?: {
+    secret?: string;
+    previousSecret?: string;
+    retry?: { maxAttempts: number; baseDelayMs: number };
+    concurrency?: { maxInFlightPerHost: number; maxInFlight: number };
+    lookup?: CallbackLookup;
+  };
   /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */
   callbackAllow?: readonly CallbackAllowRule[];
   /** Serve worker probes (/healthz, /readyz) on this port; 0 picks a free one. Unset: none. */

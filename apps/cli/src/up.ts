@@ -48,7 +48,10 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       tokenEnv: env,
       ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
-      callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
+      callbacks: {
+        ...(settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {}),
+        ...(settings.LANES_CALLBACK_SECRET_PREVIOUS ? { previousSecret: settings.LANES_CALLBACK_SECRET_PREVIOUS } : {}),
+      },
       ...(settings.LANES_CALLBACK_ALLOW ? { callbackAllow: settings.LANES_CALLBACK_ALLOW } : {}),
       ...(settings.LANES_HEALTH_PORT !== undefined ? { healthPort: settings.LANES_HEALTH_PORT } : {}),
       ...(settings.LANES_LOCK_DURATION_MS ? { lockDurationMs: settings.LANES_LOCK_DURATION_MS } : {}),

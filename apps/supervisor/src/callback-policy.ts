@@ -27,3 +27,62 @@ export function evaluateCallback(result: { status?: number; error?: string }, at
   if (attempt >= config.maxAttempts) return { action: 'give-up', reason: `${what} after ${attempt} attempts` };
   return { action: 'retry', delayMs: config.baseDelayMs * 2 ** (attempt - 1), reason: `${what}: retry ${attempt + 1}/${config.maxAttempts}` };
 }
+
+export interface CallbackConcurrencyConfig {
+  /** Deliveries in flight to one host (scheme, name and port) at once: a host that never answers ties up only these. */
+  maxInFlightPerHost: number;
+  /** Deliveries in flight in total. */
+  maxInFlight: number;
+}
+
+/**
+ * Four per host, as a browser's six per origin, a little fewer: a board that answers is not
+ * flooded, and one that blackholes holds four connections for their 5 s timeouts while every other
+ * host goes on. 64 in total keeps sockets and memory small on one supervisor.
+ */
+export const DEFAULT_CALLBACK_CONCURRENCY: CallbackConcurrencyConfig = { maxInFlightPerHost: 4, maxInFlight: 64 };
+
+/** A delivery read from the stream: its entry id, the host it goes to, and its card. */
+export interface DeliverySlot {
+  id: string;
+  host: string;
+  cardId: string;
+}
+
+export interface DeliverySnapshot {
+  /** Read and waiting, per host, each in stream order. */
+  queued: ReadonlyMap<string, readonly DeliverySlot[]>;
+  /** In flight (trying, or waiting between tries). */
+  active: readonly DeliverySlot[];
+}
+
+/**
+ * Which waiting deliveries start now. One starts when the total and its host are under their
+ * bounds and its card has nothing in flight or waiting ahead of it: a card's events reach its
+ * board in the order they happened, while other cards and hosts go on around a slow one. A host
+ * at its bound costs one lookup, however much waits for it.
+ */
+export function selectDeliveries(snapshot: DeliverySnapshot, config: CallbackConcurrencyConfig = DEFAULT_CALLBACK_CONCURRENCY): string[] {
+  const perHost = new Map<string, number>();
+  const busyCards = new Set<string>();
+  for (const a of snapshot.active) {
+    perHost.set(a.host, (perHost.get(a.host) ?? 0) + 1);
+    busyCards.add(a.cardId);
+  }
+  let total = snapshot.active.length;
+  const start: string[] = [];
+  for (const [host, queue] of snapshot.queued) {
+    let room = config.maxInFlightPerHost - (perHost.get(host) ?? 0);
+    for (const q of queue) {
+      if (room <= 0 || total >= config.maxInFlight) break;
+      const free = !busyCards.has(q.cardId);
+      // Seen once, the card is busy for every later entry: started or not, this one goes first.
+      busyCards.add(q.cardId);
+      if (!free) continue;
+      start.push(q.id);
+      room--;
+      total++;
+    }
+  }
+  return start;
+}

@@ -43,8 +43,18 @@ export async function resolveCallbackTarget(url: URL, allow: readonly CallbackAl
   return { action: 'deliver', address: addresses[0]!.address, family: addresses[0]!.family };
 }
 
-/** POSTs to `url`, connecting only to the checked address; redirects are not followed (one could point inward). */
-export function postTo(url: URL, target: ResolvedAddress, body: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status?: number; error?: string }> {
+/**
+ * POSTs to `url`, connecting only to the checked address; redirects are not followed (one could
+ * point inward). Ends at `timeoutMs`, or when `cancel` aborts (the dispatcher stopping).
+ */
+export function postTo(
+  url: URL,
+  target: ResolvedAddress,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  cancel?: AbortSignal,
+): Promise<{ status?: number; error?: string }> {
   const pinned: LookupFunction = (_host, options, callback) => {
     const cb = callback as (err: Error | null, address: string | ResolvedAddress[], family?: number) => void;
     if (options.all) cb(null, [{ address: target.address, family: target.family }]);
@@ -53,7 +63,12 @@ export function postTo(url: URL, target: ResolvedAddress, body: string, headers:
   return new Promise((resolve) => {
     const request = (url.protocol === 'https:' ? https : http).request(
       url,
-      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: pinned, signal: AbortSignal.timeout(timeoutMs) },
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        lookup: pinned,
+        signal: cancel ? AbortSignal.any([AbortSignal.timeout(timeoutMs), cancel]) : AbortSignal.timeout(timeoutMs),
+      },
       (res) => {
         res.resume();
         resolve({ status: res.statusCode ?? 0 });

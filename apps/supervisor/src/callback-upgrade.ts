@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { CALLBACK_EVENT_TYPES, EVENT_STREAM_MAX_LEN, keys } from '@lanes/queue';
+import { CALLBACK_EVENT_TYPES, keys } from '@lanes/queue';
 
 /**
  * Before the callback stream existed the dispatcher's group (same name) read the main event
@@ -30,11 +30,11 @@ export interface CarriedCallbacks {
  * destroyed.
  *
  * KEYS: 1 old (event) stream, 2 callback stream
- * ARGV: 1 group, 2 card key prefix, 3 callback stream max length, 4.. event types a board hears of
+ * ARGV: 1 group, 2 card key prefix, 3.. event types a board hears of
  */
 const CARRY_LUA = `
 local old, cbs = KEYS[1], KEYS[2]
-local group, cardPrefix, maxLen = ARGV[1], ARGV[2], ARGV[3]
+local group, cardPrefix = ARGV[1], ARGV[2]
 if redis.call('EXISTS', old) == 0 then return {0, 0, 0} end
 local lastId
 for _, g in ipairs(redis.call('XINFO', 'GROUPS', old)) do
@@ -44,7 +44,7 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', old)) do
 end
 if not lastId then return {0, 0, 0} end
 local types = {}
-for i = 4, #ARGV do types[ARGV[i]] = true end
+for i = 3, #ARGV do types[ARGV[i]] = true end
 local function eventOf(fields)
   for i = 1, #fields, 2 do if fields[i] == 'e' then return fields[i + 1] end end
 end
@@ -71,7 +71,7 @@ local function carry(entry)
   local e = eventOf(entry[2])
   if not wanted(e) then return false end
   seen[e] = true
-  redis.call('XADD', cbs, 'MAXLEN', '~', maxLen, '*', 'e', e)
+  redis.call('XADD', cbs, '*', 'e', e)
   return true
 end
 local from = '-'
@@ -93,10 +93,6 @@ return {1, pending, unread}
 
 /** Carries what the old group on the event stream still held over to the callback stream, then destroys it. */
 export async function carryOldCallbacks(redis: Redis, group: string): Promise<CarriedCallbacks> {
-  const reply = (await redis.eval(CARRY_LUA, 2, OLD_CALLBACK_STREAM, keys.callbacks(), group, keys.card(''), EVENT_STREAM_MAX_LEN, ...CALLBACK_EVENT_TYPES)) as [
-    number,
-    number,
-    number,
-  ];
+  const reply = (await redis.eval(CARRY_LUA, 2, OLD_CALLBACK_STREAM, keys.callbacks(), group, keys.card(''), ...CALLBACK_EVENT_TYPES)) as [number, number, number];
   return { found: reply[0] === 1, pending: reply[1], unread: reply[2] };
 }

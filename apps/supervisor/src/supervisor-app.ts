@@ -8,7 +8,7 @@ import { CardStore, EventLog, EventWindow, FleetStore, LaneQueues, type StoredEv
 import type { SandboxProvider } from '@lanes/sandbox';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackLookup } from './callback-target.js';
-import type { CallbackRetryConfig } from './callback-policy.js';
+import type { CallbackConcurrencyConfig, CallbackRetryConfig } from './callback-policy.js';
 import {
   LivenessTracker,
   evaluateFleet,
@@ -54,8 +54,15 @@ export interface SupervisorOptions {
   now?: () => number;
   /** This process's monotonic clock (ms), the only clock liveness is judged on. Default performance.now. */
   monotonicNow?: () => number;
-  /** Delivery of card callbacks; `secret` signs each body. Off when absent. */
-  callbacks?: { secret?: string; retry?: CallbackRetryConfig; allow?: readonly CallbackAllowRule[]; lookup?: CallbackLookup };
+  /** Delivery of card callbacks; `secret` (and during a rotation `previousSecret`) signs each body. Off when absent. */
+  callbacks?: {
+    secret?: string;
+    previousSecret?: string;
+    retry?: CallbackRetryConfig;
+    concurrency?: CallbackConcurrencyConfig;
+    allow?: readonly CallbackAllowRule[];
+    lookup?: CallbackLookup;
+  };
 }
 
 export interface SupervisorApp {
@@ -98,6 +105,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
           log,
           consumer,
           ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
+          ...(options.callbacks.previousSecret ? { previousSecret: options.callbacks.previousSecret } : {}),
+          ...(options.callbacks.concurrency ? { concurrency: options.callbacks.concurrency } : {}),
           ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
           ...(options.callbacks.allow ? { allow: options.callbacks.allow } : {}),
           ...(options.callbacks.lookup ? { lookup: options.callbacks.lookup } : {}),

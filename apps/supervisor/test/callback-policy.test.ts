@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateCallback, isNotified } from '@lanes/supervisor';
+import { evaluateCallback, isNotified, selectDeliveries } from '@lanes/supervisor';
 
 const config = { maxAttempts: 3, baseDelayMs: 1_000 };
 
@@ -41,5 +41,26 @@ describe('isNotified', () => {
     ['sandbox.dead', false],
   ] as const)('%s → %s', (type, notified) => {
     expect(isNotified(type)).toBe(notified);
+  });
+});
+
+describe('selectDeliveries', () => {
+  const config = { maxInFlightPerHost: 2, maxInFlight: 3 };
+  const d = (id: string, host: string, cardId = id) => ({ id, host, cardId });
+  it.each<[string, ReturnType<typeof d>[], ReturnType<typeof d>[], string[]]>([
+    ['nothing waiting', [], [], []],
+    ['under every bound: all start, in order', [d('1', 'a'), d('2', 'b')], [], ['1', '2']],
+    ['a host at its bound waits; another host goes on', [d('1', 'a'), d('2', 'a'), d('3', 'b')], [d('0', 'a')], ['1', '3']],
+    ['a blackholed host full: only other hosts start', [d('5', 'a'), d('6', 'b'), d('7', 'a')], [d('3', 'a'), d('4', 'a')], ['6']],
+    ['the total bound holds across hosts', [d('1', 'a'), d('2', 'b'), d('3', 'c'), d('4', 'd')], [], ['1', '2', '3']],
+    ['the total bound counts what is in flight', [d('4', 'd')], [d('1', 'a'), d('2', 'b'), d('3', 'c')], []],
+    ['a card in flight holds its next event', [d('2', 'a', 'x'), d('3', 'a', 'y')], [d('1', 'a', 'x')], ['3']],
+    ['a card waiting on its host holds its later event on another slot', [d('2', 'a', 'x'), d('3', 'a', 'x')], [d('0', 'a'), d('1', 'a')], []],
+    ['two events of one card: only the first starts', [d('1', 'a', 'x'), d('2', 'a', 'x')], [], ['1']],
+    ['one below each bound (±1): the last slot of host and total is taken', [d('3', 'a'), d('4', 'b')], [d('1', 'a'), d('2', 'c')], ['3']],
+  ])('%s', (_name, queued, active, expected) => {
+    const byHost = new Map<string, ReturnType<typeof d>[]>();
+    for (const q of queued) byHost.set(q.host, [...(byHost.get(q.host) ?? []), q]);
+    expect(selectDeliveries({ queued: byHost, active }, config)).toEqual(expected);
   });
 });

@@ -73,3 +73,10 @@ export const DEFAULT_API_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 export const MAX_BULK_CARDS = 1_000;
 /** A card's `metadata`, serialized as JSON (UTF-8 bytes). It rides in the job, the record and the card file. */
 export const MAX_CARD_METADATA_BYTES = 64 * 1024;
+/**
+ * Callback entries waiting for delivery (the callback stream's length) at which enqueues of cards
+ * with a callbackUrl are refused (503 CALLBACK_BACKLOG). An entry is the event JSON, a few hundred
+ * bytes, so the bound is some tens of MB of Redis; at the default delivery rate it is many minutes
+ * of a stalled supervisor, five times the 10,000 at which the stream used to drop entries unread.
+ */
+export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;

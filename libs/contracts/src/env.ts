@@ -27,6 +27,11 @@ export const LanesEnvSchema = z.object({
   LANES_LOCK_DURATION_MS: Int(1_000).optional(),
   /** Signs card callbacks (`x-lanes-signature: t=<unix s>,v1=<hmac>`), so a board can tell them from forgeries. */
   LANES_CALLBACK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * The secret being rotated out: while set, each callback carries a second `v1=` signed with it,
+   * so a board still holding it verifies. Only with LANES_CALLBACK_SECRET.
+   */
+  LANES_CALLBACK_SECRET_PREVIOUS: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Hosts or CIDRs callbacks may reach although they are loopback, private or link-local (comma-separated). */
   LANES_CALLBACK_ALLOW: z
     .string()
@@ -55,5 +60,8 @@ export function parseEnv(env: Record<string, string | undefined>): LanesEnv {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = LanesEnvSchema.safeParse(present);
   if (!parsed.success) throw new ConfigError(toIssues(parsed.error), 'environment');
+  if (parsed.data.LANES_CALLBACK_SECRET_PREVIOUS && !parsed.data.LANES_CALLBACK_SECRET) {
+    throw new ConfigError([{ path: 'LANES_CALLBACK_SECRET_PREVIOUS', message: 'is set without LANES_CALLBACK_SECRET, the secret that replaces it' }], 'environment');
+  }
   return parsed.data;
 }

@@ -90,10 +90,12 @@ export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
 export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';
 export {
   classifyAddress,
+  NON_GLOBAL_RANGES,
   parseIp,
   parseAllowRule,
   evaluateCallbackTarget,
   type AddressKind,
+  type NonGlobalRange,
   type CallbackAllowRule,
   type CallbackTargetDecision,
 } from './callback-target.js';

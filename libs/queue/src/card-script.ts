@@ -28,7 +28,8 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  *
  * The event also goes to the callback stream when a board hears of it and the card has a
  * callbackUrl (hash field `callback`, set by `lanesEnqueue` when the record is made), so the dispatcher never wakes for cards
- * nobody listens to. A record written before that field existed is asked its card JSON.
+ * nobody listens to. A record written before that field existed is asked its card JSON. That stream
+ * is not capped here: only the dispatcher trims it, past what it has acknowledged (callback-stream.ts).
  *
  * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
  * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
@@ -55,7 +56,7 @@ local function apply()
       local raw = redis.call('HGET', KEYS[1], 'card')
       cb = (raw and type(cjson.decode(raw).callbackUrl) == 'string') and '1' or '0'
     end
-    if cb == '1' then redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8]) end
+    if cb == '1' then redis.call('XADD', KEYS[8], '*', 'e', ARGV[8]) end
   end
 end
 local state = redis.call('HGET', KEYS[1], 'state')

@@ -28,17 +28,21 @@ import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
  * When any id of the batch belongs to a card on another lane, nothing is written and every add of
  * the batch is guarded: the batch is refused whole.
  *
- * lanesEnqueue KEYS: 1 event stream, 2 guard set.
+ * A batch in which any card has a callbackUrl is refused whole, with nothing written and every add
+ * of the batch guarded, while the callback stream holds ARGV 9 entries or more (0: no bound): its
+ * entries stay until delivered, so past the bound a card whose callback could not be owed is not taken.
+ *
+ * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
  *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
  *   card JSON NEWLINE`, where the job options (JSON) are '' unless this script writes the card's job,
- *   7 mode, 8 time (epoch ms, the job's timestamp).
+ *   7 mode, 8 time (epoch ms, the job's timestamp), 9 callback backlog bound (entries; 0: none).
  * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
  * NEWLINE only ever separate. One argument instead of several per card: ioredis and Redis both pay per
  * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead. The
  * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
- * `state/lane` as it was before.
+ * `state/lane` as it was before; or 'backlog' and the callback stream's length.
  */
 const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
@@ -58,6 +62,25 @@ while pos <= #batch do
   cbs[n], prios[n] = string.sub(batch, t2 + 1, t3 - 1), tonumber(string.sub(batch, t3 + 1, t4 - 1)) or 0
   jobOpts[n], jsons[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, nl - 1)
   pos = nl + 1
+end
+local backlogMax = tonumber(ARGV[9]) or 0
+if backlogMax > 0 then
+  for i = 1, n do
+    if cbs[i] == '1' then
+      local length = redis.call('XLEN', KEYS[3])
+      if length < backlogMax then break end
+      if inMulti then
+        for j = 1, n do
+          local job = qp .. ':' .. lanes[j] .. ':' .. ids[j]
+          if jobOpts[j] == '' and redis.call('EXISTS', job) == 0 then
+            redis.call('HSET', job, 'lanesEnqueueGuard', '1')
+            redis.call('SADD', KEYS[2], job)
+          end
+        end
+      end
+      return {'backlog', tostring(length)}
+    end
+  end
 end
 local states, before = {}, {}
 local conflict = false
@@ -146,21 +169,32 @@ export type EnqueueMode = 'enqueue' | 'each';
  * The arguments of `lanesEnqueue` (numkeys first). `jobOpts[i]`: the options of card i's job when
  * the script is to write it (bullmq-job-layout.ts), '' or none when not; `each` mode writes no job.
  */
-export function enqueueArgs(cards: readonly Card[], nowMs: number, eventStreamMaxLen: number, mode: EnqueueMode, jobOpts: readonly string[] = []): Array<string | number> {
+export function enqueueArgs(
+  cards: readonly Card[],
+  nowMs: number,
+  eventStreamMaxLen: number,
+  mode: EnqueueMode,
+  jobOpts: readonly string[] = [],
+  callbackBacklogMax = 0,
+): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
   for (const [i, card] of cards.entries()) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${JSON.stringify(card)}\n`;
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
-  return [2, keys.events(), keys.enqueueGuards(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs];
+  return [3, keys.events(), keys.enqueueGuards(), keys.callbacks(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs, callbackBacklogMax];
 }
 
-/** What each card was before this enqueue: undefined when it is new. */
-export type EnqueueReply = { conflict: boolean; before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined> };
+/**
+ * What each card was before this enqueue: undefined when it is new. `callbackBacklog`: the batch
+ * was refused whole, the callback stream holding this many entries.
+ */
+export type EnqueueReply = { conflict: boolean; callbackBacklog?: number; before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined> };
 
-const ReplySchema = z.tuple([z.enum(['ok', 'conflict']), z.string()]);
+const ReplySchema = z.tuple([z.enum(['ok', 'conflict', 'backlog']), z.string()]);
 
 export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
   const [status, states] = ReplySchema.parse(raw);
+  if (status === 'backlog') return { conflict: false, callbackBacklog: Number(states), before: [] };
   const parts = states.split(',');
   if (parts.length !== count) throw new Error(`enqueue script answered ${parts.length} states for ${count} cards`);
   const before: EnqueueReply['before'] = parts.map((part) => {

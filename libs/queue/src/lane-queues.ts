@@ -1,7 +1,8 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
+import { defaults, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
+import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
@@ -25,12 +26,26 @@ export interface LaneQueuesDeps {
    * BullMQ's add. Unless given: itself, under the BullMQ version whose layout it was checked against.
    */
   writeJobs?: boolean;
+  /** Callback stream length at which an enqueue of a card with a callbackUrl is refused (DEFAULT_CALLBACK_BACKLOG_MAX). */
+  callbackBacklogMax?: number;
 }
 
 export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
 
-/** A batch is enqueued whole, or refused whole when an id already belongs to a card on another lane. */
-export type EnqueueManyResult = { ok: true; results: EnqueueOutcome[] } | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> };
+/**
+ * A batch is enqueued whole, or refused whole when an id already belongs to a card on another
+ * lane, or when a card of it has a callbackUrl and the callback backlog is at its bound.
+ */
+export type EnqueueManyResult =
+  | { ok: true; results: EnqueueOutcome[] }
+  | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> }
+  | { ok: false; callbackBacklog: CallbackBacklog };
+
+/** Callback entries waiting for delivery, and the bound at which cards with a callbackUrl are refused. */
+export interface CallbackBacklog {
+  length: number;
+  max: number;
+}
 
 export type CommandOutcome = { ok: true; state: CardState } | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
 
@@ -51,10 +66,12 @@ export class LaneQueues {
 
   private readonly now: () => number;
   private readonly writeJobs: boolean;
+  readonly callbackBacklogMax: number;
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
     this.writeJobs = deps.writeJobs ?? JOB_LAYOUT_WRITABLE;
+    this.callbackBacklogMax = deps.callbackBacklogMax ?? defaults.DEFAULT_CALLBACK_BACKLOG_MAX;
     defineEnqueueScripts(deps.redis);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
@@ -83,6 +100,7 @@ export class LaneQueues {
    */
   async enqueue(card: Card): Promise<EnqueueOutcome> {
     const out = await this.enqueueMany([card]);
+    if (!out.ok && 'callbackBacklog' in out) throw new Error(`card ${card.id} refused: ${out.callbackBacklog.length} callbacks wait for delivery`);
     if (!out.ok) throw new Error(`card ${card.id} already exists on lane "${out.conflicts[0]?.lane}"`);
     return out.results[0]!;
   }
@@ -105,8 +123,9 @@ export class LaneQueues {
     if (cards.length === 0) return { ok: true, results: [] };
     if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
     const jobOpts = this.writeJobs ? cards.map((card) => jobLayoutOpts(card, this.lanes.get(card.lane)!)) : [];
-    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts);
+    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax);
     const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
+    if (reply.callbackBacklog !== undefined) return { ok: false, callbackBacklog: { length: reply.callbackBacklog, max: this.callbackBacklogMax } };
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     return {
       ok: true,
@@ -139,6 +158,11 @@ export class LaneQueues {
    * between the two writes) gets its job again; a card in any other state never gets one.
    */
   private async enqueueOne(card: Card): Promise<EnqueueManyResult> {
+    // The records-only script takes no bound (a worker's record of a job a board added itself must never be refused).
+    if (card.callbackUrl) {
+      const backlog = await this.callbackBacklog();
+      if (backlog.length >= backlog.max) return { ok: false, callbackBacklog: backlog };
+    }
     const [created] = await this.deps.store.createMany([card]);
     if (!created!.created && created!.lane !== card.lane) return { ok: false, conflicts: [{ index: 0, id: card.id, lane: created!.lane }] };
     const queue = this.queues.get(card.lane)!;
@@ -146,6 +170,11 @@ export class LaneQueues {
       await queue.add(card.lane, card, jobOptions(card, this.lanes.get(card.lane)!));
     }
     return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
+  }
+
+  /** The callback stream's length (one XLEN) and the bound at which enqueues with a callbackUrl are refused. */
+  async callbackBacklog(): Promise<CallbackBacklog> {
+    return { length: await callbackBacklog(this.deps.redis), max: this.callbackBacklogMax };
   }
 
   async job(cardId: string, lane: string): Promise<Job | undefined> {

@@ -43,9 +43,15 @@ describe('LaneQueues on real Redis', () => {
   }
 
   /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
-  function laneQueues({ writeJobs }: { writeJobs?: boolean } = {}) {
+  function laneQueues({ writeJobs, callbackBacklogMax }: { writeJobs?: boolean; callbackBacklogMax?: number } = {}) {
     const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3 });
-    const queues = new LaneQueues({ redis, store, lanes: [lane], ...(writeJobs !== undefined ? { writeJobs } : {}) });
+    const queues = new LaneQueues({
+      redis,
+      store,
+      lanes: [lane],
+      ...(writeJobs !== undefined ? { writeJobs } : {}),
+      ...(callbackBacklogMax !== undefined ? { callbackBacklogMax } : {}),
+    });
     closers.push(async () => {
       await queues.queue(lane.name)!.obliterate({ force: true });
       await queues.close();
@@ -282,6 +288,34 @@ describe('LaneQueues on real Redis', () => {
     monitor.disconnect();
     return seen.slice(0, seen.indexOf('ping'));
   }
+
+  it.each([
+    ['written by the script', true, 2],
+    ['added by BullMQ, in one MULTI', false, 2],
+    ['added by BullMQ, one card', false, 1],
+  ] as const)('at the callback backlog bound a batch with a callbackUrl is refused whole, jobs %s', async (_how, writeJobs, size) => {
+    await redis.del(keys.callbacks());
+    const { queues, queue, card } = laneQueues({ writeJobs, callbackBacklogMax: 3 });
+    for (let i = 0; i < 2; i++) await redis.xadd(keys.callbacks(), '*', 'e', '{}');
+    // One under the bound: taken.
+    const under = card({ callbackUrl: 'https://board.example/hook' });
+    expect(await queues.enqueueMany([under])).toMatchObject({ ok: true });
+    await redis.xadd(keys.callbacks(), '*', 'e', '{}');
+    expect(await queues.callbackBacklog()).toEqual({ length: 3, max: 3 });
+    // At the bound: a batch holding one card with a callbackUrl is refused, and nothing of it written.
+    const batch = [card(), card({ callbackUrl: 'https://board.example/hook' })].slice(2 - size);
+    expect(await queues.enqueueMany(batch)).toEqual({ ok: false, callbackBacklog: { length: 3, max: 3 } });
+    for (const c of batch) {
+      expect(await store.get(c.id)).toBeUndefined();
+      expect(await queue.getJob(c.id)).toBeUndefined();
+    }
+    expect(await redis.exists(keys.enqueueGuards())).toBe(0);
+    // Cards without a callbackUrl owe no callback: still taken.
+    const quiet = card();
+    expect(await queues.enqueueMany([quiet])).toMatchObject({ ok: true, results: [{ created: true }] });
+    expect(await queue.getJob(quiet.id)).toBeDefined();
+    await redis.del(keys.callbacks());
+  });
 
   it("enqueueMany with BullMQ's add writes the records and the jobs in one MULTI: one round trip, atomic", async () => {
     const { queues, queue, card } = laneQueues({ writeJobs: false });

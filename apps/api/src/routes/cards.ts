@@ -92,6 +92,10 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await queues.enqueueMany(cards);
+    if (!out.ok && 'callbackBacklog' in out) {
+      const { length, max } = out.callbackBacklog;
+      throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);
+    }
     if (!out.ok) {
       const conflicts: ValidationIssue[] = out.conflicts.map((c) => ({
         path: bulk ? `cards.${c.index}.lane` : 'lane',

@@ -1,0 +1,68 @@
+import type { Redis, Result } from 'ioredis';
+import { keys } from './names.js';
+
+/**
+ * The callback stream is never trimmed by length: an entry leaves it only once every consumer
+ * group on it has acknowledged it. `ackCallbacks` acknowledges, then trims with `XTRIM MINID` up
+ * to the oldest entry some group still owes: its oldest pending (read, unacknowledged) entry, or
+ * the first it has not read. A stream with no group yet is not trimmed at all.
+ *
+ * KEYS: 1 callback stream. ARGV: 1 group, 2.. entry ids to acknowledge.
+ * Answers the stream's length after the trim.
+ */
+const ACK_TRIM_LUA = `
+local stream = KEYS[1]
+if #ARGV > 1 then redis.call('XACK', stream, ARGV[1], unpack(ARGV, 2)) end
+local function parse(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
+end
+local floorMs, floorSeq
+local function lower(ms, seq)
+  if not floorMs or ms < floorMs or (ms == floorMs and seq < floorSeq) then floorMs, floorSeq = ms, seq end
+end
+if redis.call('EXISTS', stream) == 0 then return 0 end
+local groups = redis.call('XINFO', 'GROUPS', stream)
+if #groups == 0 then return redis.call('XLEN', stream) end
+for _, g in ipairs(groups) do
+  local info = {}
+  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+  local pending = redis.call('XPENDING', stream, info['name'])
+  if pending[1] > 0 then
+    lower(parse(pending[2]))
+  else
+    local ms, seq = parse(info['last-delivered-id'])
+    lower(ms, seq + 1)
+  end
+end
+redis.call('XTRIM', stream, 'MINID', string.format('%d-%d', floorMs, floorSeq))
+return redis.call('XLEN', stream)
+`;
+
+/** Ids acknowledged per script call: Lua's unpack has a stack limit well above this. */
+const ACK_CHUNK = 1_000;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    lanesCallbackAck(...args: Array<string | number>): Result<unknown, Context>;
+  }
+}
+const defined = new WeakSet<Redis>();
+
+/** Acknowledges delivered (or given-up) callback entries and trims what no group still owes; answers the stream's length. */
+export async function ackCallbacks(redis: Redis, group: string, ids: readonly string[]): Promise<number> {
+  if (!defined.has(redis)) {
+    defined.add(redis);
+    redis.defineCommand('lanesCallbackAck', { numberOfKeys: 1, lua: ACK_TRIM_LUA });
+  }
+  let length = 0;
+  for (let i = 0; i === 0 || i < ids.length; i += ACK_CHUNK) {
+    length = Number(await redis.lanesCallbackAck(keys.callbacks(), group, ...ids.slice(i, i + ACK_CHUNK)));
+  }
+  return length;
+}
+
+/** Entries on the callback stream not yet acknowledged by every group (and any not trimmed behind them): one XLEN. */
+export function callbackBacklog(redis: Redis): Promise<number> {
+  return redis.xlen(keys.callbacks());
+}
