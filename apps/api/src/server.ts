@@ -8,7 +8,7 @@ import { createAuthHook } from './auth.js';
 import { registerBoard } from './board.js';
 import { createMetrics } from './metrics.js';
 import { cardRoutes } from './routes/cards.js';
-import { eventRoutes } from './routes/events.js';
+import { eventRoutes, type EventStreamOptions, type EventStreamStats } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { laneRoutes } from './routes/lanes.js';
 import { statusPageRoutes } from './status-page/status-page.js';
@@ -27,11 +27,15 @@ export interface ApiOptions {
   callbackAllow?: readonly CallbackAllowRule[];
   /** LANES_BOARD_READONLY: Bull Board shows but changes nothing. */
   boardReadOnly?: boolean;
+  /** `GET /v1/events`: stream caps, buffer cap, keepalive, and whom a stream counts against. */
+  events?: EventStreamOptions;
 }
 
 export interface ApiServer {
   app: FastifyInstance;
   queues: LaneQueues;
+  /** The SSE streams open and dropped. */
+  events: EventStreamStats;
   close(): Promise<void>;
 }
 
@@ -73,7 +77,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   healthRoutes(app, { redis });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
-  eventRoutes(app, { redis });
+  const events = eventRoutes(app, { redis, log: options.log, openMode: (options.tokens ?? []).length === 0, ...options.events });
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.exposition());
@@ -84,6 +88,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   return {
     app,
     queues,
+    events,
     async close() {
       await app.close();
       await queues.close();
