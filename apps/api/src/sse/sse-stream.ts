@@ -95,7 +95,10 @@ export class SseStream implements FanoutSink {
     if (this.state !== 'open') return;
     for (const e of events) {
       if (this.accepts(e.lane)) {
-        if (wouldOverflow(this.res.writableLength, e.bytes, this.config.maxBufferedBytes)) return this.end('slow-consumer');
+        if (wouldOverflow(this.res.writableLength, e.bytes, this.config.maxBufferedBytes)) {
+          this.end('slow-consumer');
+          return;
+        }
         this.res.write(e.frame);
         this.wroteSinceTick = true;
       }
@@ -118,7 +121,10 @@ export class SseStream implements FanoutSink {
 
   /** Stops the stream: a last comment and `id:` frame, then the end; a socket that will not flush is destroyed after the grace. */
   end(reason: Exclude<SseEndReason, 'client-closed'>): void {
-    if (this.state === 'new') return this.discard();
+    if (this.state === 'new') {
+      this.discard();
+      return;
+    }
     if (this.state !== 'open') return;
     this.state = 'ending';
     clearInterval(this.keepalive);
@@ -139,7 +145,10 @@ export class SseStream implements FanoutSink {
   private tick(): void {
     if (this.state !== 'open') return;
     if (!this.wroteSinceTick) {
-      if (wouldOverflow(this.res.writableLength, KEEPALIVE_BYTES, this.config.maxBufferedBytes)) return this.end('slow-consumer');
+      if (wouldOverflow(this.res.writableLength, KEEPALIVE_BYTES, this.config.maxBufferedBytes)) {
+        this.end('slow-consumer');
+        return;
+      }
       this.res.write(KEEPALIVE_FRAME);
     }
     this.wroteSinceTick = false;
