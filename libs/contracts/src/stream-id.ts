@@ -9,7 +9,8 @@ export const STREAM_ID_PATTERN = /^(0|[1-9]\d{0,19})-(0|[1-9]\d{0,19})$/;
 export const StreamIdSchema = z
   .string()
   .regex(STREAM_ID_PATTERN, 'must be a stream id <ms>-<seq>, e.g. 1700000000000-0')
-  .refine((id) => id.split('-').every((part) => BigInt(part) <= MAX_U64), 'each part of a stream id must fit in 64 bits');
+  // zod runs every check even after the pattern failed: only a well-formed id reaches BigInt.
+  .refine((id) => !STREAM_ID_PATTERN.test(id) || id.split('-').every((part) => BigInt(part) <= MAX_U64), 'each part of a stream id must fit in 64 bits');
 
 const compareDigits = (a: string, b: string) => (a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0);
 

@@ -22,7 +22,9 @@ export interface FanoutSink {
   begin(afterId: string): void;
   /** Events in stream order, each batch after the previous one, none twice. */
   push(events: readonly SseEvent[]): void;
-  /** Resolves once the stream's socket has room again, or the stream has ended. */
+  /** Its socket holds more than it takes at once: catch-up waits for `drained()` before the next event. */
+  readonly needsDrain: boolean;
+  /** Resolves once the stream's socket has flushed, or the stream has ended. */
   drained(): Promise<void>;
 }
 
@@ -90,8 +92,12 @@ export class EventFanout {
       if (!sink.isOpen) return;
       // An empty page means nothing is left up to the target (trimmed, or entries that did not decode).
       cursor = page.lastId ?? target;
-      if (page.events.length) sink.push(page.events.map(toSseEvent));
-      await sink.drained();
+      // Paced by the client: one event at a time while its socket takes them, so catch-up never overflows it.
+      for (const e of page.events) {
+        if (!sink.isOpen) return;
+        sink.push([toSseEvent(e)]);
+        if (sink.needsDrain) await sink.drained();
+      }
     }
   }
 

@@ -106,8 +106,12 @@ export class SseStream implements FanoutSink {
     }
   }
 
+  get needsDrain(): boolean {
+    return this.state === 'open' && this.res.writableNeedDrain;
+  }
+
   drained(): Promise<void> {
-    if (this.state !== 'open' || !this.res.writableNeedDrain) return Promise.resolve();
+    if (!this.needsDrain) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         this.res.off('drain', done);
@@ -130,9 +134,12 @@ export class SseStream implements FanoutSink {
     clearInterval(this.keepalive);
     this.hooks.onEnd(reason, this.resumeId);
     this.res.write(`: ${END_COMMENTS[reason]}; reconnect with Last-Event-ID\nid: ${this.resumeId}\n\n`);
-    this.res.end();
-    const grace = setTimeout(() => this.res.destroy(), this.config.endGraceMs).unref();
-    this.res.once('close', () => clearTimeout(grace));
+    // The connection goes with the stream; a socket that will not flush within the grace is destroyed.
+    const socket = this.res.socket;
+    this.res.end(() => socket?.end());
+    if (!socket) return;
+    const grace = setTimeout(() => socket.destroy(), this.config.endGraceMs).unref();
+    socket.once('close', () => clearTimeout(grace));
   }
 
   /** Gives up a stream that never began (its request failed first): it stops counting, and its socket stays the server's. */
