@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createApiServer, type ApiServer } from '@lanes/api';
+import { createApiServer, type ApiServer, type EventStreamOptions } from '@lanes/api';
 import type { CallbackAllowRule, LaneConfig } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
@@ -22,6 +22,8 @@ export interface StackOptions {
   tokens?: readonly string[];
   /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
   boardReadOnly?: boolean;
+  /** `GET /v1/events` limits (LANES_SSE_MAX_STREAMS, LANES_SSE_MAX_STREAMS_PER_TOKEN) and scoping. */
+  events?: EventStreamOptions;
   heartbeatIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
@@ -79,6 +81,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         log: options.log,
         tokens: options.tokens ?? [],
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
+        ...(options.events ? { events: options.events } : {}),
         ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';

@@ -43,6 +43,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       host,
       tokens,
       ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
+      events: { caps: { maxStreamsTotal: settings.LANES_SSE_MAX_STREAMS, maxStreamsPerPrincipal: settings.LANES_SSE_MAX_STREAMS_PER_TOKEN } },
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
       callbacks: settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {},
       ...(settings.LANES_CALLBACK_ALLOW ? { callbackAllow: settings.LANES_CALLBACK_ALLOW } : {}),
