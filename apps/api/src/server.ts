@@ -73,11 +73,11 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.addHook('onRequest', createAuthHook(options.tokens ?? []));
 
   const statusDeps = { queues, store, fleet, lanes };
-  const metrics = createMetrics(statusDeps);
   healthRoutes(app, { redis });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
   const events = eventRoutes(app, { redis, log: options.log, openMode: (options.tokens ?? []).length === 0, ...options.events });
+  const metrics = createMetrics(statusDeps, events);
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.exposition());

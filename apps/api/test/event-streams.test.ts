@@ -239,6 +239,9 @@ describe('GET /v1/events: one Redis reader per process, caps, slow consumers', (
     await waitFor('the reader to get every event', () => reader.eventIds().at(-1) === all.at(-1));
     expect(reader.eventIds()).toEqual(all);
     expect(api.server.events.open()).toBe(1);
+    const metrics = await (await fetch(`http://127.0.0.1:${api.port}/metrics`)).text();
+    expect(metrics).toMatch(/^lanes_sse_streams 1$/m);
+    expect(metrics).toMatch(/^lanes_sse_dropped_total 2$/m);
     for (const c of [late, never]) {
       const resumeId = c.lastId() ?? start;
       const again = await open(api, '/v1/events', { 'last-event-id': resumeId });
