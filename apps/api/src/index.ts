@@ -6,3 +6,4 @@ export { evaluateAccess, type AccessDecision } from './edge/access.js';
 export { evaluateEdge, evaluateBind, isLoopbackHost, type EdgeRequest, type EdgeDecision, type BindDecision } from './edge/browser-edge.js';
 export { BOARD_PATH } from './board.js';
 export { ApiError } from './api-error.js';
+export type { EventStreamOptions, EventStreamStats } from './routes/events.js';

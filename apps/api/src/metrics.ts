@@ -24,7 +24,7 @@ export function withoutBlankLines(text: string): string {
 }
 
 /** Prometheus metrics, computed from Redis at scrape time so every API replica reports the same. */
-export function createMetrics(deps: LaneStatusDeps): Metrics {
+export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; dropped(): number }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
   const jobs = new Gauge({ name: 'lanes_cards', help: 'Cards per lane and state', labelNames: ['lane', 'state'], registers: [registry] });
@@ -47,6 +47,24 @@ export function createMetrics(deps: LaneStatusDeps): Metrics {
     help: 'lanes_callback_backlog at which cards with a callbackUrl are refused (503 CALLBACK_BACKLOG)',
     registers: [registry],
   });
+  if (sse) {
+    new Gauge({
+      name: 'lanes_sse_streams',
+      help: 'Event streams (GET /v1/events) this API process holds open',
+      registers: [registry],
+      collect() {
+        this.set(sse.open());
+      },
+    });
+    new Gauge({
+      name: 'lanes_sse_dropped_total',
+      help: 'Event streams this API process dropped as slow consumers since it started',
+      registers: [registry],
+      collect() {
+        this.set(sse.dropped());
+      },
+    });
+  }
   const scrapeOk = new Gauge({ name: 'lanes_scrape_ok', help: '1 when lane state could be read from Redis', registers: [registry] });
   // prom-client serializes metrics concurrently, so one refresh before serializing keeps them consistent.
   async function refresh(): Promise<void> {

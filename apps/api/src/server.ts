@@ -13,7 +13,7 @@ import { evaluateBind } from './edge/browser-edge.js';
 import type { Principal } from './edge/principal.js';
 import { createMetrics } from './metrics.js';
 import { cardRoutes } from './routes/cards.js';
-import { eventRoutes } from './routes/events.js';
+import { eventRoutes, type EventStreamOptions, type EventStreamStats } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { laneRoutes } from './routes/lanes.js';
 import { statusPageRoutes } from './status-page/status-page.js';
@@ -39,6 +39,8 @@ export interface ApiOptions {
   callbackAllow?: readonly CallbackAllowRule[];
   /** LANES_BOARD_READONLY: Bull Board shows but changes nothing. */
   boardReadOnly?: boolean;
+  /** `GET /v1/events`: stream caps, buffer cap, keepalive, and whom a stream counts against. */
+  events?: EventStreamOptions;
 }
 
 /** The edge's timeouts (README, HTTP API: Limits). */
@@ -64,6 +66,8 @@ export interface ApiServer {
   open: boolean;
   /** Listens, refusing (ConfigError naming LANES_HOST) a non-loopback address in open mode. */
   listen(options: { port: number; host: string }): Promise<void>;
+  /** The SSE streams open and dropped. */
+  events: EventStreamStats;
   close(): Promise<void>;
 }
 
@@ -135,11 +139,11 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.addHook('onRequest', createAuthHook(tokens));
 
   const statusDeps = { queues, store, fleet, lanes };
-  const metrics = createMetrics(statusDeps);
   healthRoutes(app, { redis });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
-  eventRoutes(app, { redis });
+  const events = eventRoutes(app, { redis, log: options.log, ...options.events });
+  const metrics = createMetrics(statusDeps, events);
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.exposition());
@@ -156,6 +160,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
       if (bind.action === 'refuse') throw new ConfigError([{ path: 'LANES_HOST', message: bind.reason }], 'environment');
       await app.listen({ port, host });
     },
+    events,
     async close() {
       await app.close();
       await queues.close();

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createApiServer, type ApiLimits, type ApiServer } from '@lanes/api';
+import { createApiServer, type ApiLimits, type ApiServer, type EventStreamOptions } from '@lanes/api';
 import type { ApiTokenConfig, CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
@@ -30,6 +30,8 @@ export interface StackOptions {
   apiLimits?: Partial<ApiLimits>;
   /** LANES_BOARD_READONLY: Bull Board shows the queues but refuses changes. */
   boardReadOnly?: boolean;
+  /** `GET /v1/events` limits (LANES_SSE_MAX_STREAMS, LANES_SSE_MAX_STREAMS_PER_TOKEN) and scoping. */
+  events?: EventStreamOptions;
   heartbeatIntervalMs?: number;
   heartbeatTimeoutMs?: number;
   lockDurationMs?: number;
@@ -96,6 +98,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ...(options.tokenEnv ? { tokenEnv: options.tokenEnv } : {}),
         ...(options.apiLimits ? { limits: options.apiLimits } : {}),
         ...(options.boardReadOnly ? { boardReadOnly: true } : {}),
+        ...(options.events ? { events: options.events } : {}),
         ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
       });
       const host = options.host ?? '127.0.0.1';

@@ -47,6 +47,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       scopedTokens,
       tokenEnv: env,
       ...(settings.LANES_BOARD_READONLY ? { boardReadOnly: true } : {}),
+      events: { caps: { maxStreamsTotal: settings.LANES_SSE_MAX_STREAMS, maxStreamsPerPrincipal: settings.LANES_SSE_MAX_STREAMS_PER_TOKEN } },
       heartbeatIntervalMs: settings.LANES_HEARTBEAT_INTERVAL_MS,
       callbacks: {
         ...(settings.LANES_CALLBACK_SECRET ? { secret: settings.LANES_CALLBACK_SECRET } : {}),

@@ -80,3 +80,16 @@ export const MAX_CARD_METADATA_BYTES = 64 * 1024;
  * of a stalled supervisor, five times the 10,000 at which the stream used to drop entries unread.
  */
 export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;
+/**
+ * SSE (`GET /v1/events`) limits. Every stream is served from one Redis reader per API process, so these
+ * bound sockets and memory, not Redis connections: a board or a browser tab needs a few streams, 20 per
+ * token leaves room for reconnect overlap, and 200 per process × the buffer cap bounds the worst case at 50 MiB.
+ */
+export const DEFAULT_SSE_MAX_STREAMS_PER_PRINCIPAL = 20;
+export const DEFAULT_SSE_MAX_STREAMS_TOTAL = 200;
+/** A stream whose unsent output would pass this is a slow consumer and is dropped (an event frame is ~0.3–1 KiB). */
+export const DEFAULT_SSE_MAX_BUFFERED_BYTES = 256 * 1024;
+/** A comment line on an idle stream keeps proxies (nginx defaults to 60 s) from closing it. */
+export const DEFAULT_SSE_KEEPALIVE_MS = 15_000;
+/** A dropped stream's final frame gets this long to flush before its socket is destroyed. */
+export const DEFAULT_SSE_END_GRACE_MS = 2_000;

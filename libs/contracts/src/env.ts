@@ -50,6 +50,10 @@ export const LanesEnvSchema = z.object({
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
     .default(false),
+  /** SSE streams (`GET /v1/events`) one API process serves at once, over every token; beyond it 429 TOO_MANY_STREAMS. */
+  LANES_SSE_MAX_STREAMS: Int(1).default(D.DEFAULT_SSE_MAX_STREAMS_TOTAL),
+  /** SSE streams one token holds at once (all of open mode counts as one). */
+  LANES_SSE_MAX_STREAMS_PER_TOKEN: Int(1).default(D.DEFAULT_SSE_MAX_STREAMS_PER_PRINCIPAL),
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });

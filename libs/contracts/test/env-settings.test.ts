@@ -32,3 +32,18 @@ describe('LANES_LOG_FORMAT', () => {
     expect(() => parseEnv({ LANES_LOG_FORMAT: 'yaml' })).toThrow(/LANES_LOG_FORMAT/);
   });
 });
+
+describe('LANES_SSE_MAX_STREAMS and LANES_SSE_MAX_STREAMS_PER_TOKEN', () => {
+  it('default to 200 and 20, and read whole numbers of at least 1', () => {
+    expect(parseEnv({})).toMatchObject({ LANES_SSE_MAX_STREAMS: 200, LANES_SSE_MAX_STREAMS_PER_TOKEN: 20 });
+    expect(parseEnv({ LANES_SSE_MAX_STREAMS: '500', LANES_SSE_MAX_STREAMS_PER_TOKEN: '1' })).toMatchObject({ LANES_SSE_MAX_STREAMS: 500, LANES_SSE_MAX_STREAMS_PER_TOKEN: 1 });
+  });
+
+  it.each([
+    ['LANES_SSE_MAX_STREAMS', '0'],
+    ['LANES_SSE_MAX_STREAMS', 'many'],
+    ['LANES_SSE_MAX_STREAMS_PER_TOKEN', '2.5'],
+  ])('refuses %s=%s, naming the variable', (name, raw) => {
+    expect(() => parseEnv({ [name]: raw })).toThrow(new RegExp(name));
+  });
+});

@@ -3,7 +3,7 @@ export { createRedis, redactRedisUrl } from './connection.js';
 export { CALLBACK_EVENT_TYPES, isCallbackEvent } from './callback-events.js';
 export { ackCallbacks, callbackBacklog } from './callback-stream.js';
 export { EventWindow } from './event-window.js';
-export { EventLog, EVENT_STREAM_MAX_LEN, type StoredEvent } from './event-log.js';
+export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type StoredEvent } from './event-log.js';
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult } from './card-store.js';
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { appendJobLog } from './job-log-append.js';

@@ -1,73 +1,129 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { EventLog } from '@lanes/queue';
-import { notFound } from '../api-error.js';
-import { inScope } from '../edge/principal.js';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { LaneNameSchema, StreamIdSchema, toIssues, type ValidationIssue } from '@lanes/contracts';
+import { ApiError, notFound } from '../api-error.js';
+import { inScope as principalInScope } from '../edge/principal.js';
+import { EventFanout } from '../sse/event-fanout.js';
+import { DEFAULT_SSE_STREAM_CONFIG, SseStream, type SseStreamConfig } from '../sse/sse-stream.js';
+import { DEFAULT_STREAM_CAPS_CONFIG, evaluateStreamAdmission, type StreamCapsConfig } from '../sse/stream-admission.js';
+import { StreamTally } from '../sse/stream-tally.js';
 
-/** Each blocking read waits at most this long, so a closed client is noticed promptly. */
-export const SSE_BLOCK_MS = 5_000;
-/** A comment line keeps proxies from closing an idle stream. */
-export const SSE_KEEPALIVE_MS = 15_000;
+/** `GET /v1/events` options; every limit has a named default. */
+export interface EventStreamOptions {
+  caps?: Partial<StreamCapsConfig>;
+  stream?: Partial<SseStreamConfig>;
+  /** Who holds a stream, for the per-principal cap: by default the token's name (never its value). */
+  principalOf?: (request: FastifyRequest) => string;
+  /** The lanes a request may see events of. Default: the token's lanes. */
+  laneFilter?: (request: FastifyRequest) => (lane: string) => boolean;
+}
+
+export interface EventRoutesDeps extends EventStreamOptions {
+  redis: Redis;
+  log: Logger;
+}
+
+/** What the event routes serve right now. */
+export interface EventStreamStats {
+  /** Streams open (counted against the caps). */
+  open(): number;
+  /** Streams dropped as slow consumers since start. */
+  dropped(): number;
+}
+
+const EventsQuerySchema = z.object({ since: StreamIdSchema.optional(), lane: LaneNameSchema.optional() });
+
+/** `?since=` and `Last-Event-ID` (which wins, as browsers send it on reconnect), validated. */
+function parseRequest(request: FastifyRequest): { since: string | undefined; lane: string | undefined } {
+  const issues: ValidationIssue[] = [];
+  const query = EventsQuerySchema.safeParse(request.query ?? {});
+  if (!query.success) issues.push(...toIssues(query.error));
+  const header = request.headers['last-event-id'];
+  const lastEventId = header === undefined ? undefined : StreamIdSchema.safeParse(header);
+  if (lastEventId && !lastEventId.success) issues.push(...toIssues(lastEventId.error, ['last-event-id']));
+  if (issues.length || !query.success) {
+    throw new ApiError(400, 'QUERY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
+  }
+  return { since: lastEventId?.data ?? query.data.since, lane: query.data.lane };
+}
 
 /**
- * Server-sent card and sandbox events from the Redis stream. `Last-Event-ID` (or `?since=`) resumes;
- * otherwise the stream starts with new events. Each client gets its own connection for blocking reads.
+ * Server-sent card and sandbox events. `Last-Event-ID` (or `?since=`) resumes; otherwise the stream
+ * starts with new events. One reader per process (`EventFanout`) feeds every stream, so streams cost
+ * sockets and memory, not Redis connections; both are capped.
  */
-export function eventRoutes(app: FastifyInstance, deps: { redis: Redis }): void {
-  const streams = new Set<() => void>();
-  app.get<{ Querystring: { since?: string; lane?: string } }>('/v1/events', async (request, reply) => {
-    const since = (request.headers['last-event-id'] as string | undefined) ?? request.query.since ?? '$';
-    const lane = request.query.lane;
+export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventStreamStats {
+  const caps: StreamCapsConfig = { ...DEFAULT_STREAM_CAPS_CONFIG, ...deps.caps };
+  const streamConfig: SseStreamConfig = { ...DEFAULT_SSE_STREAM_CONFIG, ...deps.stream };
+  const principalOf = deps.principalOf ?? ((request: FastifyRequest) => request.principal?.name ?? 'anonymous');
+  const fanout = new EventFanout({ redis: deps.redis, log: deps.log.child({ component: 'sse' }) });
+  const tally = new StreamTally();
+  const streams = new Set<SseStream>();
+  let dropped = 0;
+
+  app.get('/v1/events', async (request, reply) => {
+    const { since, lane } = parseRequest(request);
     // A lane outside the token's scope answers as an unknown one; unfiltered, the stream holds only in-scope lanes.
-    if (lane !== undefined && !inScope(request.principal, lane)) throw notFound(`lane ${lane}`);
-    // Pin "new events only" to the current tail before answering, so nothing after the answer is missed.
-    // On the API's own connection: a fresh duplicate is not ready yet and, with no offline queue, would
-    // fail, and falling back to 0-0 replayed the whole stream. A Redis that is down answers 503 instead.
-    let cursor = since === '$' ? ((await new EventLog(deps.redis).recent(1))[0]?.id ?? '0-0') : since;
-    const conn = deps.redis.duplicate();
-    conn.on('error', () => undefined); // the read loop sees failures and retries
-    const log = new EventLog(conn);
-    let open = true;
-    const stop = () => {
-      open = false;
-      conn.disconnect();
-    };
-    request.raw.on('close', stop);
-    streams.add(stop);
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    // An id-only frame hands the client the pinned resume point before any event arrives: a client that
-    // drops before the first event resumes from here, not from "now" again, and misses nothing in between.
-    reply.raw.write(`: lanes events\nid: ${cursor}\n\n`);
-    let lastWrite = Date.now();
-    while (open) {
-      try {
-        const events = await log.read(cursor, SSE_BLOCK_MS);
-        for (const e of events) {
-          cursor = e.id;
-          if ((lane && e.lane !== lane) || !inScope(request.principal, e.lane)) continue;
-          reply.raw.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-          lastWrite = Date.now();
-        }
-        if (Date.now() - lastWrite > SSE_KEEPALIVE_MS) {
-          reply.raw.write(': keepalive\n\n');
-          lastWrite = Date.now();
-        }
-      } catch {
-        if (!open) break;
-        await new Promise((r) => setTimeout(r, 500));
-      }
+    if (lane !== undefined && !principalInScope(request.principal, lane)) throw notFound(`lane ${lane}`);
+    const principal = principalOf(request);
+    // Checked and counted with no await between, so concurrent opens cannot pass the caps together.
+    const admission = evaluateStreamAdmission(tally.snapshot(principal), caps);
+    switch (admission.action) {
+      case 'refuse':
+        request.log.info({ principal, reason: admission.reason, limit: admission.limit }, 'sse.refused');
+        throw new ApiError(
+          429,
+          'TOO_MANY_STREAMS',
+          admission.reason === 'principal-cap'
+            ? `this token holds ${admission.limit} event streams, the most it may`
+            : `this server holds ${admission.limit} event streams, the most it may`,
+        );
+      case 'admit':
+        break;
     }
-    streams.delete(stop);
-    reply.raw.end();
+    tally.open(principal);
+    const inScope = deps.laneFilter?.(request) ?? ((l: string) => principalInScope(request.principal, l));
+    const accepts = (l: string) => (lane === undefined || l === lane) && inScope(l);
+    const stream = new SseStream(reply.raw, accepts, streamConfig, {
+      onEnd: (reason, resumeId) => {
+        fanout.detach(stream);
+        if (reason === 'slow-consumer') {
+          dropped++;
+          request.log.warn({ principal, resumeId }, 'sse.dropped');
+        }
+      },
+      onClose: () => {
+        streams.delete(stream);
+        tally.release(principal);
+      },
+    });
+    streams.add(stream);
+    try {
+      // Before any byte is sent: a Redis that cannot be read answers 503 through the error handler.
+      await fanout.start();
+    } catch (err) {
+      stream.discard();
+      throw err;
+    }
+    if (!stream.isOpen) throw new ApiError(503, 'SERVER_CLOSING', 'the server is closing; reconnect shortly');
+    reply.hijack();
+    try {
+      await fanout.attach(stream, since);
+    } catch (err) {
+      request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sse.catch_up_failed');
+      stream.end('redis-unavailable');
+    }
   });
-  // Streams never end by themselves; closing the server must end them.
+
+  // Streams never end by themselves: closing the server ends each with its resume id, then stops the reader.
+  app.addHook('preClose', async () => {
+    for (const stream of streams) stream.end('server-closing');
+  });
   app.addHook('onClose', async () => {
-    for (const stop of streams) stop();
+    await fanout.stop();
   });
+
+  return { open: () => tally.total, dropped: () => dropped };
 }
