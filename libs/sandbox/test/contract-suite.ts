@@ -29,6 +29,12 @@ export interface ContractFixture {
   killGraceMs?: number;
   liveHostPids?(envEntry: string): number[] | Promise<number[]>;
   killRoot?(handle: SandboxHandle): Promise<void>;
+  /**
+   * Lists a tree of lanes' own directory (`find . | sort` from `dir`) as lanes sees it. Default: a
+   * command in the sandbox. The local provider's separate-uid mode keeps lanes' directories closed
+   * to the agent's uid, so its fixture lists them from the host.
+   */
+  listTree?(handle: SandboxHandle, dir: string): Promise<string[]>;
 }
 
 const DEFAULT_CONTRACT_GRACE_MS = 200;
@@ -70,6 +76,9 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
     let fixture: ContractFixture;
     let created: SandboxHandle[] = [];
     let graceMs = DEFAULT_CONTRACT_GRACE_MS;
+
+    const listTree = async (handle: SandboxHandle, dir: string): Promise<string[]> =>
+      fixture.listTree ? fixture.listTree(handle, dir) : (await handle.exec(['sh', '-c', 'cd "$1" && find . | sort', 'list', dir])).stdout.split('\n').filter(Boolean);
 
     beforeEach(async () => {
       fixture = await setup();
@@ -324,8 +333,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
 
       const reset = await handle.resetDirs([out, work, `${handle.workdir}/cards/c1/fresh/nested`]);
       expect(reset).toMatchObject({ exitCode: 0, timedOut: false, cancelled: false });
-      const listing = await handle.exec(['sh', '-c', 'cd "$1" && find . | sort', 'list', `${handle.workdir}/cards/c1`]);
-      expect(listing.stdout.split('\n').filter(Boolean)).toEqual(['.', './card.json', './fresh', './fresh/nested', './out', './outside-out', './work']);
+      expect(await listTree(handle, `${handle.workdir}/cards/c1`)).toEqual(['.', './card.json', './fresh', './fresh/nested', './out', './outside-out', './work']);
       expect(new TextDecoder().decode(await handle.readFile(`${handle.workdir}/cards/c1/card.json`))).toBe('kept');
 
       // A relative path is taken from the workdir, as for files.
@@ -340,7 +348,7 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const cards = `${handle.workdir}/cards`;
       await handle.writeFile(`${cards}/c0/work/repo/file.txt`, 'an earlier card');
       await handle.writeFile(`${cards}/c1/out/result.json`, '{}');
-      const list = async () => (await handle.exec(['sh', '-c', 'cd "$1" && find . | sort', 'list', cards])).stdout.split('\n').filter(Boolean);
+      const list = () => listTree(handle, cards);
 
       expect(await handle.resetDirs([`${cards}/c1/out`, `${cards}/c1/work`], { remove: [`${cards}/c0`, `${cards}/never-there`] })).toMatchObject({ exitCode: 0 });
       expect(await list()).toEqual(['.', './c1', './c1/out', './c1/work']);

@@ -76,6 +76,15 @@ describe('host files of a local sandbox', () => {
     await expect(new HostTrash(join(base, 'trash')).discard(join(base, 'never-made'))).resolves.toBeUndefined();
   });
 
+  it('a write never goes through a link planted at its path: it fails, and the target is untouched', async () => {
+    const base = await tempDir();
+    await writeFile(join(base, 'victim'), 'untouched');
+    await symlink(join(base, 'victim'), join(base, 'lanes-sync-staging.tar'));
+    await expect(writeHostFile(join(base, 'lanes-sync-staging.tar'), 'payload')).rejects.toMatchObject({ code: 'ELOOP' });
+    await expect(writeHostFile(join(base, 'lanes-sync-staging.tar'), new Uint8Array(SYNC_FILE_MAX_BYTES + 1))).rejects.toMatchObject({ code: 'ELOOP' });
+    expect(await readFile(join(base, 'victim'), 'utf8')).toBe('untouched');
+  });
+
   it('writes make a missing parent, small and large alike', async () => {
     const base = await tempDir();
     await writeHostFile(join(base, 'a', 'b', 'card.json'), '{"id":"c"}');

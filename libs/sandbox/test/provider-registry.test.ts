@@ -13,21 +13,39 @@ const lanes = parseLanesConfig({
   ],
 }).lanes;
 
-describe('agentBaseEnv', () => {
-  it.each(['REDIS_URL', 'LANES_API_TOKENS', 'LANES_API_TOKEN', 'LANES_CONFIG', 'MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET', 'NODE_OPTIONS'])('drops %s', (key) => {
+describe('agentBaseEnv: an allow-list, not a deny-list', () => {
+  it.each([
+    'REDIS_URL',
+    'LANES_API_TOKENS',
+    'LANES_CALLBACK_SECRET',
+    'LANES_CALLBACK_SECRET_PREVIOUS',
+    'LANES_CONFIG',
+    'MODAL_TOKEN_ID',
+    'MODAL_TOKEN_SECRET',
+    'NODE_OPTIONS',
+    'AWS_SECRET_ACCESS_KEY',
+    'GITHUB_TOKEN',
+    'ANYTHING_ELSE',
+  ])('drops %s', (key) => {
     expect(agentBaseEnv({ [key]: 'secret', PATH: '/bin' })).toEqual({ PATH: '/bin' });
+  });
+
+  it('keeps what programs need to run', () => {
+    const kept = { PATH: '/bin', HOME: '/h', USER: 'u', LOGNAME: 'u', SHELL: '/bin/sh', LANG: 'C.UTF-8', LC_ALL: 'C', TZ: 'UTC', TERM: 'xterm', TMPDIR: '/t' };
+    expect(agentBaseEnv(kept)).toEqual(kept);
   });
 });
 
 describe('provider registry', () => {
   const dir = mkdtempSync(join(tmpdir(), 'lanes-registry-'));
-  const saved = { REDIS_URL: process.env.REDIS_URL, LANES_API_TOKENS: process.env.LANES_API_TOKENS };
+  const saved = { REDIS_URL: process.env.REDIS_URL, LANES_API_TOKENS: process.env.LANES_API_TOKENS, LANES_CALLBACK_SECRET: process.env.LANES_CALLBACK_SECRET };
   let provider: SandboxProvider;
   let handle: SandboxHandle | undefined;
 
   beforeAll(() => {
     process.env.REDIS_URL = 'redis://:hunter2@example.invalid:6379';
     process.env.LANES_API_TOKENS = 'tok-1,tok-2';
+    process.env.LANES_CALLBACK_SECRET = 'cb-secret-sign-as-lanes';
   });
   afterAll(async () => {
     await handle?.terminate();
@@ -38,7 +56,7 @@ describe('provider registry', () => {
   });
 
   it('shares one local provider across lanes, wraps faulty lanes, and reaps through the unwrapped one', () => {
-    const registry = createProviderRegistry({ sandboxDir: dir, env: {} });
+    const registry = createProviderRegistry({ sandboxDir: dir, env: process.env });
     provider = registry.forLane(lanes[0]!);
     expect(registry.forLane(lanes[1]!)).toBe(provider);
     const faulty = registry.forLane(lanes[2]!);
@@ -54,5 +72,6 @@ describe('provider registry', () => {
     expect(stdout).toContain('PATH=');
     expect(stdout).not.toContain('hunter2');
     expect(stdout).not.toContain('tok-1');
+    expect(stdout).not.toContain('cb-secret-sign-as-lanes');
   });
 });

@@ -1,5 +1,20 @@
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import {
+  chownSync,
+  closeSync,
+  constants,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { open, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
@@ -14,15 +29,43 @@ import { dirname, join } from 'node:path';
 export const SYNC_FILE_MAX_BYTES = 1024 * 1024;
 export const SYNC_REMOVE_MAX_ENTRIES = 256;
 
-/** Writes the file; a missing parent directory is made. */
-export async function writeHostFile(path: string, data: string | Uint8Array): Promise<void> {
+/**
+ * O_NOFOLLOW: a link an agent planted where lanes writes (a staging archive's name in the workdir)
+ * must not carry the worker's write to a file of its choosing; the write fails instead (ELOOP).
+ */
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+
+/** Writes the file, never through a link; a missing parent directory is made. `owner`: the file is then given to that uid. */
+export async function writeHostFile(path: string, data: string | Uint8Array, owner?: number): Promise<void> {
   const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
-  const write = bytes <= SYNC_FILE_MAX_BYTES ? (p: string) => writeFileSync(p, data) : (p: string) => writeFile(p, data);
+  const write = async (p: string): Promise<void> => {
+    if (bytes > SYNC_FILE_MAX_BYTES) {
+      const file = await open(p, WRITE_FLAGS, 0o644);
+      try {
+        if (owner !== undefined) await file.chown(owner, owner);
+        await file.writeFile(data);
+      } finally {
+        await file.close();
+      }
+      return;
+    }
+    const fd = openSync(p, WRITE_FLAGS, 0o644);
+    try {
+      if (owner !== undefined) fchownSync(fd, owner, owner);
+      writeFileSync(fd, data);
+    } finally {
+      closeSync(fd);
+    }
+  };
   try {
     await write(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    mkdirSync(dirname(path), { recursive: true });
+    const first = mkdirSync(dirname(path), { recursive: true });
+    // Directories made for the agent's file are the agent's too (a card's are shaped by its reset).
+    if (owner !== undefined && first !== undefined) {
+      for (let dir = dirname(path); dir.length >= first.length; dir = dirname(dir)) chownSync(dir, owner, owner);
+    }
     await write(path);
   }
 }

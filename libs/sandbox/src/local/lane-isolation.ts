@@ -22,7 +22,8 @@ export interface IsolationCapabilities {
  */
 export function resolveLaneIsolation(lane: Pick<LaneConfig, 'provider' | 'isolation'>, machine: IsolationCapabilities, unreadable: string | undefined): LaneIsolation {
   if (lane.provider === 'modal') return { mode: 'modal', trustedAgentsOnly: false };
-  const weaker = (why: string): LaneIsolation => (machine.pidNamespace ? { mode: 'pid-namespace', trustedAgentsOnly: true, why } : { mode: 'process-group', trustedAgentsOnly: true, why });
+  const weaker = (why: string): LaneIsolation =>
+    machine.pidNamespace ? { mode: 'pid-namespace', trustedAgentsOnly: true, why } : { mode: 'process-group', trustedAgentsOnly: true, why };
   switch (lane.isolation) {
     case 'auto':
       if (!machine.pidNamespace) return weaker('this machine does not allow a PID namespace (unshare --pid)');

@@ -119,7 +119,8 @@ export class LocalSandbox implements SandboxHandle {
   /** The directory is made only when the write says it is missing (a card file's is there: one hop fewer). */
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
     this.assertUsable();
-    await writeHostFile(this.resolvePath(path), data);
+    // The agent's uid gets what lanes writes for it (a card file, a staging archive it unpacks and removes).
+    await writeHostFile(this.resolvePath(path), data, this.params.agentUid);
   }
 
   /** Only below the workdir: lanes reads back nothing else from an agent. */

@@ -8,9 +8,12 @@ import { fileURLToPath } from 'node:url';
  * PID namespace. What that uid can reach:
  * - its own HOME and TMPDIR (`<sandbox>/home`, `<sandbox>/tmp`, mode 0700) and each card's `out` and
  *   `work` directories (mode 0700);
- * - the directories above them only to pass through (0710, group = its uid): no other uid, so no
- *   other slot, can enter them, and it cannot rename or replace them, so nothing lanes reads or
- *   writes there can be swapped for a link;
+ * - the workdir as /tmp is to everyone (root's, group = its uid, 1770): it may make its own files
+ *   there (file sync, setup), but the sticky bit keeps it from renaming or replacing what lanes put
+ *   there (`cards/`);
+ * - the directories between the workdir and a card's `out`/`work` only to pass through (0710,
+ *   group = its uid): no other uid, so no other slot, can enter them, and it cannot rename or
+ *   replace them, so nothing lanes reads or writes there can be swapped for a link;
  * - files others may read (the programs on PATH, world-readable files), as any unprivileged user.
  * It cannot see the worker or other slots in /proc (its own PID namespace and /proc), signal them,
  * or write into lanes' own files (owned by the worker's uid).
@@ -51,7 +54,8 @@ function runProbe(baseDir: string, execPath: string): SeparateUidProbe {
   const uid = DEFAULT_AGENT_UID_BASE + AGENT_UID_COUNT - 1;
   const run = spawnSync('setpriv', [...setprivArgs(uid), '--', execPath, '-e', '0'], { stdio: 'ignore', timeout: PROBE_TIMEOUT_MS });
   if (run.error) return { ok: false, why: `setpriv could not run (${run.error.message})` };
-  if (run.status !== 0) return { ok: false, why: `${execPath} does not run as an unprivileged uid (exit ${run.status ?? run.signal}): is it under a directory only root may enter?` };
+  if (run.status !== 0)
+    return { ok: false, why: `${execPath} does not run as an unprivileged uid (exit ${run.status ?? run.signal}): is it under a directory only root may enter?` };
   return { ok: true };
 }
 
@@ -145,12 +149,14 @@ function readLease(path: string): string | undefined {
 }
 
 /**
- * Lays out a new sandbox for `uid`: `<dir>` 0711 (lanes' record stays root's), the workdir 0710
- * root:uid (passable by the agent alone, not writable), and its own HOME and TMPDIR, 0700.
+ * Lays out a new sandbox for `uid`: `<dir>` 0711 (lanes' record stays root's), the workdir 1770
+ * root:uid (the agent's alone to write in, and lanes' entries there stay lanes'), and its own HOME
+ * and TMPDIR, 0700.
  */
 export function prepareSandboxDirs(dir: string, workdir: string, uid: number): { home: string; tmp: string } {
   chmodSync(dir, 0o711);
-  shapePassage(workdir, uid);
+  chownSync(workdir, 0, uid);
+  chmodSync(workdir, 0o1770);
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
   for (const own of [home, tmp]) {

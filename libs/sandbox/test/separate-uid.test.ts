@@ -1,0 +1,121 @@
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalSandboxProvider, detectIsolation, probeSeparateUid, type SandboxHandle } from '@lanes/sandbox';
+import { TEST_KILL_GRACE_MS, testSpec } from './support/local-fixture.js';
+
+/** lanes' own files: the repository this test runs from. */
+const PROJECT_DIR = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
+const parent = mkdtempSync(join(tmpdir(), 'lanes-uid-'));
+// Agent uids must pass through every directory above their sandbox (mkdtemp makes it 0700).
+chmodSync(parent, 0o711);
+const baseDir = join(parent, 'sandboxes');
+const probe = probeSeparateUid(baseDir);
+if (!probe.ok) console.warn(`separate-uid tests skipped: ${probe.why}`);
+
+describe.runIf(probe.ok && detectIsolation() === 'pid-namespace')('local provider (separate-uid): an agent reaches nothing of the worker or the other slots', () => {
+  let provider: LocalSandboxProvider;
+  let a: SandboxHandle;
+  let b: SandboxHandle;
+  const sh = (h: SandboxHandle, script: string, cwd?: string) => h.exec(['sh', '-c', script], { timeoutMs: 10_000, ...(cwd ? { cwd } : {}) });
+  const cardDirs = (h: SandboxHandle, card: string) => [`${h.workdir}/cards/${card}/out`, `${h.workdir}/cards/${card}/work`];
+
+  beforeAll(async () => {
+    provider = new LocalSandboxProvider({ baseDir, isolation: 'separate-uid', killGraceMs: TEST_KILL_GRACE_MS });
+    [a, b] = await Promise.all([provider.create(testSpec('a')), provider.create(testSpec('b'))]);
+    for (const [h, card] of [
+      [a, 'card-a'],
+      [b, 'card-b'],
+    ] as const) {
+      expect((await h.resetDirs(cardDirs(h, card))).exitCode).toBe(0);
+      await h.writeFile(`${h.workdir}/cards/${card}/card.json`, '{"prompt":"private to this tenant"}');
+    }
+  });
+  afterAll(async () => {
+    await a?.terminate();
+    await b?.terminate();
+    await provider?.close();
+    rmSync(parent, { recursive: true, force: true });
+  });
+
+  it('runs each sandbox as an unprivileged uid of its own, in its own PID namespace', async () => {
+    const ids = await Promise.all([a, b].map(async (h) => (await sh(h, 'id -u; id -G; ls /proc | grep -c "^[0-9]"')).stdout.trim().split('\n')));
+    const [uidA, groupsA, procsA] = ids[0]!;
+    const [uidB] = ids[1]!;
+    expect(Number(uidA)).toBeGreaterThanOrEqual(200_000);
+    expect(uidA).not.toBe(uidB);
+    expect(groupsA).toBe(uidA); // no supplementary groups: not root's, not the worker's
+    expect(Number(procsA)).toBeLessThan(10); // its own processes only, not the host's hundreds
+  });
+
+  it("cannot read another slot's card or output, nor write into its directory", async () => {
+    const other = `${b.workdir}/cards/card-b`;
+    const tries = await sh(
+      a,
+      [
+        `cat ${other}/card.json && echo READ-CARD`,
+        `ls ${other}/out && echo LISTED-OUT`,
+        `ls ${b.workdir} && echo LISTED-WORKDIR`,
+        `touch ${other}/out/planted && echo WROTE-OUT`,
+        `touch ${b.workdir}/planted && echo WROTE-WORKDIR`,
+        `ls ${baseDir} && echo LISTED-BASE`,
+      ].join('; '),
+      `${a.workdir}/cards/card-a/work`,
+    );
+    expect(tries.stdout).not.toMatch(/READ-CARD|LISTED-OUT|LISTED-WORKDIR|WROTE-OUT|WROTE-WORKDIR|LISTED-BASE/);
+    expect(tries.stderr).toMatch(/Permission denied/);
+    expect(existsSync(`${other}/out/planted`)).toBe(false);
+  });
+
+  it("cannot see the worker's process or environment, nor write into lanes' own files or move lanes' card tree", async () => {
+    const probeScript = [
+      `cat /proc/${process.pid}/environ && echo READ-WORKER-ENV`,
+      `grep -l REDIS_URL /proc/[0-9]*/environ 2>/dev/null && echo FOUND-STACK-ENV`,
+      `touch ${PROJECT_DIR}/pwned-by-agent && echo WROTE-PROJECT`,
+      `touch ${baseDir}/pwned && echo WROTE-BASE`,
+      `echo '{}' > ${a.workdir}/../sandbox.json && echo WROTE-RECORD`,
+      `mv ${a.workdir}/cards ${a.workdir}/moved && echo MOVED-CARDS`,
+      `rm -rf ${a.workdir}/cards && echo REMOVED-CARDS`,
+    ].join('; ');
+    const tries = await sh(a, probeScript, `${a.workdir}/cards/card-a/work`);
+    expect(tries.stdout).not.toMatch(/READ-WORKER-ENV|FOUND-STACK-ENV|WROTE-PROJECT|WROTE-BASE|WROTE-RECORD|MOVED-CARDS|REMOVED-CARDS/);
+    expect(existsSync(join(PROJECT_DIR, 'pwned-by-agent'))).toBe(false);
+  });
+
+  it('works its own card: writes its output and work directories, HOME, TMPDIR and the workdir, and lanes reads its result', async () => {
+    const work = `${a.workdir}/cards/card-a/work`;
+    const run = await sh(a, `cat ../card.json >/dev/null && touch "$HOME/h" "$TMPDIR/t" file ${a.workdir}/synced && printf '{"ok":true}' > ../out/result.json`, work);
+    expect(run).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(new TextDecoder().decode(await a.readFile(`${a.workdir}/cards/card-a/out/result.json`))).toBe('{"ok":true}');
+    // A reset of the next card hands its directories to the same uid.
+    expect((await a.resetDirs(cardDirs(a, 'card-a2'), { remove: [`${a.workdir}/cards/card-a`] })).exitCode).toBe(0);
+    expect((await sh(a, 'touch ../out/x', `${a.workdir}/cards/card-a2/work`)).exitCode).toBe(0);
+  });
+
+  it("releases the sandbox's uid when it ends, so the uid can be leased again", async () => {
+    const c = await provider.create(testSpec('c'));
+    const leases = () => readdirSync(join(baseDir, '.uids'));
+    expect(leases()).toHaveLength(3);
+    await c.terminate();
+    expect(leases()).toHaveLength(2);
+  });
+});
+
+describe('probeSeparateUid', () => {
+  it.runIf(process.getuid?.() === 0)('says why when a directory above the sandboxes is closed to other users', () => {
+    const closed = mkdtempSync(join(tmpdir(), 'lanes-uid-closed-'));
+    chmodSync(closed, 0o700);
+    try {
+      const result = probeSeparateUid(join(closed, 'inner', 'sandboxes'));
+      expect(result).toEqual({ ok: false, why: expect.stringContaining(`${closed} is not passable by other users`) });
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(process.getuid?.() !== 0)('says a worker that is not root cannot', () => {
+    expect(probeSeparateUid(join(tmpdir(), 'x'))).toEqual({ ok: false, why: expect.stringContaining('not root') });
+  });
+});
