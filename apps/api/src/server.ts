@@ -7,6 +7,7 @@ import { ApiError } from './api-error.js';
 import { createAuthHook } from './auth.js';
 import { registerBoard } from './board.js';
 import { createMetrics } from './metrics.js';
+import { RedisFullWatch } from './redis-full.js';
 import { cardRoutes } from './routes/cards.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -43,7 +44,7 @@ function errorBody(code: string, message: string, issues?: ErrorBody['error']['i
 export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
-  const store = new CardStore({ redis, now, log: options.log });
+  const store = new CardStore({ redis, now, log: options.log, lanes });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, now, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const app = Fastify({
@@ -52,8 +53,14 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     forceCloseConnections: true,
   });
 
+  const full = new RedisFullWatch(redis, now);
   app.setErrorHandler((err, _request, reply) => {
     if (err instanceof ApiError) return reply.code(err.statusCode).send(errorBody(err.code, err.message, err.issues));
+    const redisFull = full.classify(err);
+    if (redisFull) {
+      reply.log.warn({ event: 'redis.full', err: redisFull.cause instanceof Error ? redisFull.cause.message : redisFull.message }, 'redis refused a write: maxmemory reached');
+      return reply.code(503).send(errorBody(redisFull.code, redisFull.message));
+    }
     if (err instanceof CardValidationError) return reply.code(400).send(errorBody(err.code, err.message, err.issues));
     const fe = err as { statusCode?: number; code?: string; message?: string };
     if (fe.statusCode && fe.statusCode < 500) {
@@ -70,7 +77,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
 
   const statusDeps = { queues, store, fleet, lanes };
   const metrics = createMetrics(statusDeps);
-  healthRoutes(app, { redis });
+  healthRoutes(app, { full });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
   eventRoutes(app, { redis });

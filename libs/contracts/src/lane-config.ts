@@ -54,6 +54,22 @@ export const SlotScalingConfigSchema = z.strictObject({
 });
 export type SlotScalingConfig = z.infer<typeof SlotScalingConfigSchema>;
 
+/** How long lanes keeps what a lane's cards leave behind. */
+export const RetentionConfigSchema = z.strictObject({
+  /**
+   * A card that ended (done, failed, cancelled) expires this long after its terminal move, with its
+   * history, its indexes and its BullMQ job. A positive number; fractions are allowed (0.5 is 12 h,
+   * 2 / 86400 is two seconds, as tests use).
+   */
+  terminalCardDays: z.number().positive().max(3_650).default(D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS),
+});
+export type RetentionConfig = z.infer<typeof RetentionConfigSchema>;
+
+/** A lane's terminal-card retention in milliseconds (at least 1), as the transition script sets it. */
+export function terminalRetentionMs(retention: RetentionConfig | undefined): number {
+  return Math.max(1, Math.round((retention?.terminalCardDays ?? D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS) * D.MS_PER_DAY));
+}
+
 export const LaneConfigSchema = z
   .strictObject({
     name: LaneNameSchema,
@@ -78,6 +94,7 @@ export const LaneConfigSchema = z
     breaker: BreakerConfigSchema.default(() => BreakerConfigSchema.parse({})),
     respawn: RespawnConfigSchema.default(() => RespawnConfigSchema.parse({})),
     slotScaling: SlotScalingConfigSchema.default(() => SlotScalingConfigSchema.parse({})),
+    retention: RetentionConfigSchema.default(() => RetentionConfigSchema.parse({})),
     faults: FaultPlanSchema.optional(),
   })
   .transform((lane) => {

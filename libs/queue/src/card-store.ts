@@ -8,11 +8,14 @@ import {
   FailedReasonSchema,
   HistoryEntrySchema,
   ObservedExitCodeSchema,
+  defaults,
   legalSourcesOf,
+  terminalRetentionMs,
   type BlockedReason,
   type Card,
   type CardRecord,
   type CardState,
+  type LaneConfig,
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
 import { isCallbackEvent } from './callback-events.js';
@@ -28,6 +31,13 @@ export interface CardStoreDeps {
   events?: EventLog;
   /** Refused writes are logged here (`card.stale-write`, `card.illegal-transition`). */
   log?: Logger;
+  /**
+   * The lanes whose `retention` a terminal move applies; a card of a lane not listed gets
+   * `DEFAULT_TERMINAL_CARD_RETENTION_DAYS`.
+   */
+  lanes?: readonly Pick<LaneConfig, 'name' | 'retention'>[];
+  /** The most entries a history keeps (≥ 2); `DEFAULT_HISTORY_MAX_ENTRIES` unless given (tests give less). */
+  historyMaxEntries?: number;
 }
 
 /** What a transition came to. A refusal is an answer, not an error: the caller decides what it means. */
@@ -71,13 +81,22 @@ const CardHashSchema = z.object({
   sandboxId: z.string().optional(),
   observedExitCode: z.string().optional(),
   result: z.string().optional(),
+  historyDropped: Count.optional(),
 });
 
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
+  private readonly retentionMs = new Map<string, number>();
+  private readonly historyMaxEntries: number;
+
   constructor(private readonly deps: CardStoreDeps) {
     defineCardScripts(deps.redis);
     defineEnqueueScripts(deps.redis);
+    for (const lane of deps.lanes ?? []) this.retentionMs.set(lane.name, terminalRetentionMs(lane.retention));
+    this.historyMaxEntries = deps.historyMaxEntries ?? defaults.DEFAULT_HISTORY_MAX_ENTRIES;
+    if (!Number.isInteger(this.historyMaxEntries) || this.historyMaxEntries < 2) {
+      throw new Error(`historyMaxEntries must be an integer ≥ 2 (the first entry and the newest), not ${this.historyMaxEntries}`);
+    }
   }
 
   /** Creates the record unless the id exists. Returns whether it was new, and the record. */
@@ -141,7 +160,7 @@ export class CardStore {
 
   /** Says that run `token` of the card lost its lock while alive, so its takeover is no crash. */
   async markFenced(cardId: string, token: string): Promise<void> {
-    await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), token);
+    await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), keys.card(cardId), token);
   }
 
   /**
@@ -195,6 +214,8 @@ export class CardStore {
       keys.crashSuspects(card.id),
       keys.fencedRuns(card.id),
       keys.callbacks(),
+      keys.job(card.lane, card.id),
+      keys.jobLogs(card.lane, card.id),
       to,
       sources.join(','),
       writer.kind,
@@ -207,6 +228,8 @@ export class CardStore {
       EVENT_STREAM_MAX_LEN,
       card.id,
       isCallbackEvent(r.event.type) ? '1' : '0',
+      this.retentionMs.get(card.lane) ?? terminalRetentionMs(undefined),
+      this.historyMaxEntries,
     ];
   }
 }
@@ -228,5 +251,6 @@ function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): Card
   if (hash.sandboxId) record.sandboxId = hash.sandboxId;
   if (hash.observedExitCode) record.observedExitCode = ObservedExitCodeSchema.parse(JSON.parse(hash.observedExitCode));
   if (hash.result) record.result = z.json().parse(JSON.parse(hash.result));
+  if (hash.historyDropped) record.historyDropped = hash.historyDropped;
   return record;
 }

@@ -8,3 +8,4 @@ export { ProviderInvalidError } from './provider-invalid-error.js';
 export { ConnectTimeoutError } from './connect-timeout-error.js';
 export { SyncBatchError } from './sync-batch-error.js';
 export { IllegalStateError } from './illegal-state-error.js';
+export { RedisFullError } from './redis-full-error.js';
