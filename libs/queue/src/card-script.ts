@@ -1,6 +1,10 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
-import { CardStateSchema } from '@lanes/contracts';
+import { CardStateSchema, type CardState } from '@lanes/contracts';
+import { isCallbackEvent } from './callback-events.js';
+import type { CardWriter, RenderedMove } from './card-move.js';
+import { EVENT_STREAM_MAX_LEN } from './event-log.js';
+import { keys } from './names.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -171,3 +175,47 @@ export const ScriptReplySchema = z.union([
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);
 export type ScriptReply = z.infer<typeof ScriptReplySchema>;
+
+/** One call of `lanesCardWrite`: the move, who writes it, and the lane's limits. */
+export interface WriteScriptInput {
+  card: { id: string; lane: string };
+  to: CardState;
+  /** The states the move is legal from (`legalSourcesOf(to)`). */
+  sources: readonly CardState[];
+  writer: CardWriter;
+  rendered: RenderedMove;
+  nowMs: number;
+  retentionMs: number;
+  historyMaxEntries: number;
+}
+
+/** The keys and arguments of `lanesCardWrite`, in the order WRITE_LUA documents. */
+export function writeScriptArgs(input: WriteScriptInput): Array<string | number> {
+  const { card, rendered: r, writer } = input;
+  return [
+    keys.card(card.id),
+    keys.history(card.id),
+    keys.blocked(card.lane),
+    keys.events(),
+    keys.jobLock(card.lane, card.id),
+    keys.crashSuspects(card.id),
+    keys.fencedRuns(card.id),
+    keys.callbacks(),
+    keys.job(card.lane, card.id),
+    keys.jobLogs(card.lane, card.id),
+    input.to,
+    input.sources.join(','),
+    writer.kind,
+    writer.kind === 'board' ? '' : writer.token,
+    JSON.stringify(r.set),
+    JSON.stringify(r.del),
+    JSON.stringify(r.entry),
+    JSON.stringify(r.event),
+    input.nowMs,
+    EVENT_STREAM_MAX_LEN,
+    card.id,
+    isCallbackEvent(r.event.type) ? '1' : '0',
+    input.retentionMs,
+    input.historyMaxEntries,
+  ];
+}

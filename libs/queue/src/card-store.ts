@@ -18,8 +18,7 @@ import {
   type LaneConfig,
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
-import { isCallbackEvent } from './callback-events.js';
-import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts } from './card-script.js';
+import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
@@ -200,38 +199,19 @@ export class CardStore {
   }
 
   private async run(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
-    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...this.writeArgs(card, to, sources, writer, r)));
+    const args = writeScriptArgs({
+      card,
+      to,
+      sources,
+      writer,
+      rendered: r,
+      nowMs: this.deps.now(),
+      retentionMs: this.retentionMs.get(card.lane) ?? terminalRetentionMs(undefined),
+      historyMaxEntries: this.historyMaxEntries,
+    });
+    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...args));
   }
 
-  private writeArgs(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
-    const token = writer.kind === 'board' ? '' : writer.token;
-    return [
-      keys.card(card.id),
-      keys.history(card.id),
-      keys.blocked(card.lane),
-      keys.events(),
-      keys.jobLock(card.lane, card.id),
-      keys.crashSuspects(card.id),
-      keys.fencedRuns(card.id),
-      keys.callbacks(),
-      keys.job(card.lane, card.id),
-      keys.jobLogs(card.lane, card.id),
-      to,
-      sources.join(','),
-      writer.kind,
-      token,
-      JSON.stringify(r.set),
-      JSON.stringify(r.del),
-      JSON.stringify(r.entry),
-      JSON.stringify(r.event),
-      this.deps.now(),
-      EVENT_STREAM_MAX_LEN,
-      card.id,
-      isCallbackEvent(r.event.type) ? '1' : '0',
-      this.retentionMs.get(card.lane) ?? terminalRetentionMs(undefined),
-      this.historyMaxEntries,
-    ];
-  }
 }
 
 function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): CardRecord {
