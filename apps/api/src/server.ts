@@ -28,6 +28,8 @@ export interface ApiOptions {
   callbackAllow?: readonly CallbackAllowRule[];
   /** LANES_BOARD_READONLY: Bull Board shows but changes nothing. */
   boardReadOnly?: boolean;
+  /** How long one OOM refusal keeps /readyz at 503; DEFAULT_REDIS_FULL_READY_WINDOW_MS unless given (tests give less). */
+  redisFullReadyWindowMs?: number;
 }
 
 export interface ApiServer {
@@ -53,7 +55,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     forceCloseConnections: true,
   });
 
-  const full = new RedisFullWatch(redis, now);
+  const full = new RedisFullWatch(redis, now, options.redisFullReadyWindowMs);
   app.setErrorHandler((err, _request, reply) => {
     if (err instanceof ApiError) return reply.code(err.statusCode).send(errorBody(err.code, err.message, err.issues));
     const redisFull = full.classify(err);
