@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaults, isTerminalCardState, legalSourcesOf, type Card } from '@lanes/contracts';
-import { CardStore, appendJobLog, createRedis, keys, renderMove, type CardMove, type CardWriter } from '@lanes/queue';
+import { defaults, isTerminalCardState, legalSourcesOf, parseLanesConfig, type Card } from '@lanes/contracts';
+import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, renderMove, type CardMove, type CardWriter } from '@lanes/queue';
 import { ScriptReplySchema, writeScriptArgs } from '../src/card-script.js';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
@@ -152,6 +152,24 @@ describe('card retention in the transition script', () => {
     const record = (await store.get(card.id))!;
     expect(record.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
     expect(record).not.toHaveProperty('historyDropped');
+  });
+
+  it.each([true, false])('an id whose card expired with its job, but still named in BullMQ’s finished sets, is enqueued afresh and taken out of them (writeJobs %s)', async (writeJobs) => {
+    const [lane] = parseLanesConfig({ lanes: [{ name: uid('lane'), agent: ['true'] }] }).lanes;
+    const queues = new LaneQueues({ redis, store, lanes: [lane!], writeJobs });
+    try {
+      const card = newCard(lane!.name);
+      // What an expired card leaves: its id in the completed and failed sets, no record, no job hash.
+      await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:completed`, 1, card.id);
+      await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:failed`, 1, card.id);
+      expect(await queues.enqueue(card)).toEqual({ created: true, id: card.id, state: 'queued' });
+      expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:completed`, card.id)).toBeNull();
+      expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:failed`, card.id)).toBeNull();
+      // So BullMQ reads it as waiting, not completed (and no age or count trim of old entries removes it).
+      expect(await (await queues.job(card.id, lane!.name))!.getState()).toBe('waiting');
+    } finally {
+      await queues.close();
+    }
   });
 
   it('refuses a cap that could not keep the first entry and the newest', () => {
