@@ -211,7 +211,6 @@ export class CardStore {
     });
     return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...args));
   }
-
 }
 
 function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): CardRecord {

@@ -154,23 +154,26 @@ describe('card retention in the transition script', () => {
     expect(record).not.toHaveProperty('historyDropped');
   });
 
-  it.each([true, false])('an id whose card expired with its job, but still named in BullMQ’s finished sets, is enqueued afresh and taken out of them (writeJobs %s)', async (writeJobs) => {
-    const [lane] = parseLanesConfig({ lanes: [{ name: uid('lane'), agent: ['true'] }] }).lanes;
-    const queues = new LaneQueues({ redis, store, lanes: [lane!], writeJobs });
-    try {
-      const card = newCard(lane!.name);
-      // What an expired card leaves: its id in the completed and failed sets, no record, no job hash.
-      await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:completed`, 1, card.id);
-      await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:failed`, 1, card.id);
-      expect(await queues.enqueue(card)).toEqual({ created: true, id: card.id, state: 'queued' });
-      expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:completed`, card.id)).toBeNull();
-      expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:failed`, card.id)).toBeNull();
-      // So BullMQ reads it as waiting, not completed (and no age or count trim of old entries removes it).
-      expect(await (await queues.job(card.id, lane!.name))!.getState()).toBe('waiting');
-    } finally {
-      await queues.close();
-    }
-  });
+  it.each([true, false])(
+    'an id whose card expired with its job, but still named in BullMQ’s finished sets, is enqueued afresh and taken out of them (writeJobs %s)',
+    async (writeJobs) => {
+      const [lane] = parseLanesConfig({ lanes: [{ name: uid('lane'), agent: ['true'] }] }).lanes;
+      const queues = new LaneQueues({ redis, store, lanes: [lane!], writeJobs });
+      try {
+        const card = newCard(lane!.name);
+        // What an expired card leaves: its id in the completed and failed sets, no record, no job hash.
+        await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:completed`, 1, card.id);
+        await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:failed`, 1, card.id);
+        expect(await queues.enqueue(card)).toEqual({ created: true, id: card.id, state: 'queued' });
+        expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:completed`, card.id)).toBeNull();
+        expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:failed`, card.id)).toBeNull();
+        // So BullMQ reads it as waiting, not completed (and no age or count trim of old entries removes it).
+        expect(await (await queues.job(card.id, lane!.name))!.getState()).toBe('waiting');
+      } finally {
+        await queues.close();
+      }
+    },
+  );
 
   it('refuses a cap that could not keep the first entry and the newest', () => {
     expect(() => new CardStore({ redis, now: Date.now, historyMaxEntries: 1 })).toThrow(/historyMaxEntries/);

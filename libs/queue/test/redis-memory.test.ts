@@ -28,7 +28,8 @@ describe('evaluateRedisWritable', () => {
 
 describe('parseInfoMemory', () => {
   it('reads the fields of a real INFO memory reply, and absent ones as 0', () => {
-    const info = '# Memory\r\nused_memory:1088440\r\nused_memory_human:1.04M\r\nmaxmemory:1\r\nmaxmemory_human:1B\r\nmaxmemory_policy:noeviction\r\nmem_not_counted_for_evict:12\r\n';
+    const info =
+      '# Memory\r\nused_memory:1088440\r\nused_memory_human:1.04M\r\nmaxmemory:1\r\nmaxmemory_human:1B\r\nmaxmemory_policy:noeviction\r\nmem_not_counted_for_evict:12\r\n';
     expect(parseInfoMemory(info)).toEqual({ usedMemoryBytes: 1_088_440, notCountedForEvictBytes: 12, maxmemoryBytes: 1, policy: 'noeviction' });
     expect(parseInfoMemory('# Memory\r\n')).toEqual({ usedMemoryBytes: 0, notCountedForEvictBytes: 0, maxmemoryBytes: 0, policy: '' });
   });
