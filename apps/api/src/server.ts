@@ -12,6 +12,7 @@ import { compileApiTokens } from './edge/api-tokens.js';
 import { evaluateBind } from './edge/browser-edge.js';
 import type { Principal } from './edge/principal.js';
 import { createMetrics } from './metrics.js';
+import { RedisFullWatch } from './redis-full.js';
 import { cardRoutes } from './routes/cards.js';
 import { eventRoutes, type EventStreamOptions, type EventStreamStats } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -41,6 +42,8 @@ export interface ApiOptions {
   boardReadOnly?: boolean;
   /** `GET /v1/events`: stream caps, buffer cap, keepalive, and whom a stream counts against. */
   events?: EventStreamOptions;
+  /** How long one OOM refusal keeps /readyz at 503; DEFAULT_REDIS_FULL_READY_WINDOW_MS unless given (tests give less). */
+  redisFullReadyWindowMs?: number;
 }
 
 /** The edge's timeouts (README, HTTP API: Limits). */
@@ -75,7 +78,7 @@ export interface ApiServer {
 export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
-  const store = new CardStore({ redis, now, log: options.log });
+  const store = new CardStore({ redis, now, log: options.log, lanes });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, now, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
   const tokens = compileApiTokens(options.tokens ?? [], options.scopedTokens ?? [], options.tokenEnv ?? process.env);
@@ -121,8 +124,14 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     return parseJson(request, body as string, done);
   });
 
+  const full = new RedisFullWatch(redis, now, options.redisFullReadyWindowMs);
   app.setErrorHandler((err, _request, reply) => {
     if (err instanceof ApiError) return reply.code(err.statusCode).send(errorBody(err.code, err.message, err.issues));
+    const redisFull = full.classify(err);
+    if (redisFull) {
+      reply.log.warn({ event: 'redis.full', err: redisFull.cause instanceof Error ? redisFull.cause.message : redisFull.message }, 'redis refused a write: maxmemory reached');
+      return reply.code(503).send(errorBody(redisFull.code, redisFull.message));
+    }
     if (err instanceof CardValidationError) return reply.code(400).send(errorBody(err.code, err.message, err.issues));
     const fe = err as { statusCode?: number; code?: string; message?: string };
     if (fe.statusCode && fe.statusCode < 500) {
@@ -139,7 +148,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.addHook('onRequest', createAuthHook(tokens));
 
   const statusDeps = { queues, store, fleet, lanes };
-  healthRoutes(app, { redis });
+  healthRoutes(app, { full });
   cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
   laneRoutes(app, { ...statusDeps, redis });
   const events = eventRoutes(app, { redis, log: options.log, ...options.events });

@@ -82,7 +82,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const { redis, lanes } = options;
   const events = new EventLog(redis);
   const recentEvents = new EventWindow(events, FLEET_WINDOW_MS, RECENT_EVENTS);
-  const store = new CardStore({ redis, events, now });
+  const store = new CardStore({ redis, events, now, lanes });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({ redis, store, lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const monotonicNow = options.monotonicNow ?? (() => performance.now());

@@ -82,7 +82,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const log = options.log.child({ worker: workerId });
   const { redis } = options;
   const events = new EventLog(redis);
-  const store = new CardStore({ redis, now, log });
+  const store = new CardStore({ redis, now, log, lanes: options.lanes });
   const fleet = new FleetStore(redis);
   const casConnection = redis.duplicate();
   casConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'breaker connection error'));

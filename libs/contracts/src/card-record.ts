@@ -18,5 +18,7 @@ export const CardRecordSchema = CardSchema.extend({
   createdAt: z.string(),
   updatedAt: z.string(),
   history: z.array(HistoryEntrySchema),
+  /** History entries folded away by the cap (the first entry and the newest are kept); absent when none were. */
+  historyDropped: z.number().int().positive().optional(),
 });
 export type CardRecord = z.infer<typeof CardRecordSchema>;

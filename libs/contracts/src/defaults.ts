@@ -93,3 +93,21 @@ export const DEFAULT_SSE_MAX_BUFFERED_BYTES = 256 * 1024;
 export const DEFAULT_SSE_KEEPALIVE_MS = 15_000;
 /** A dropped stream's final frame gets this long to flush before its socket is destroyed. */
 export const DEFAULT_SSE_END_GRACE_MS = 2_000;
+/**
+ * A finished card (done, failed, cancelled) is kept this long, with its history and its BullMQ job,
+ * then expires (lane `retention.terminalCardDays`). A week covers a board's weekly review of what ran.
+ */
+export const DEFAULT_TERMINAL_CARD_RETENTION_DAYS = 7;
+export const MS_PER_DAY = 86_400_000;
+/**
+ * A card's history keeps its first entry and its newest entries up to this many; older ones fold
+ * into `historyDropped`. A card that runs its whole budget writes about a dozen; 200 leaves room
+ * for long re-drive loops while bounding a record (and `GET /v1/cards/:id`) at about 40 KiB.
+ */
+export const DEFAULT_HISTORY_MAX_ENTRIES = 200;
+/**
+ * After Redis refused a write for want of memory (OOM), `/readyz` says not ready for this long even
+ * when `INFO memory` no longer shows it over `maxmemory`: a refusal INFO cannot foresee (an eviction
+ * policy that found nothing to evict) still takes the process out of rotation, for a few probe periods.
+ */
+export const DEFAULT_REDIS_FULL_READY_WINDOW_MS = 10_000;

@@ -73,6 +73,21 @@ export type IsolationSetting = z.infer<typeof IsolationSettingSchema>;
  */
 export const STACK_ENV_PATTERN =
   /^(REDIS_URL|REDIS_SENTINELS|REDIS_SENTINEL_NAME|REDIS_PASSWORD|LANES_API_TOKENS?|LANES_CALLBACK_SECRET.*|LANES_CONFIG|MODAL_TOKEN_ID|MODAL_TOKEN_SECRET|NODE_OPTIONS)$/;
+/** How long lanes keeps what a lane's cards leave behind. */
+export const RetentionConfigSchema = z.strictObject({
+  /**
+   * A card that ended (done, failed, cancelled) expires this long after its terminal move, with its
+   * history, its indexes and its BullMQ job. A positive number; fractions are allowed (0.5 is 12 h,
+   * 2 / 86400 is two seconds, as tests use).
+   */
+  terminalCardDays: z.number().positive().max(3_650).default(D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS),
+});
+export type RetentionConfig = z.infer<typeof RetentionConfigSchema>;
+
+/** A lane's terminal-card retention in milliseconds (at least 1), as the transition script sets it. */
+export function terminalRetentionMs(retention: RetentionConfig | undefined): number {
+  return Math.max(1, Math.round((retention?.terminalCardDays ?? D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS) * D.MS_PER_DAY));
+}
 
 export const LaneConfigSchema = z
   .strictObject({
@@ -103,6 +118,7 @@ export const LaneConfigSchema = z
     breaker: BreakerConfigSchema.default(() => BreakerConfigSchema.parse({})),
     respawn: RespawnConfigSchema.default(() => RespawnConfigSchema.parse({})),
     slotScaling: SlotScalingConfigSchema.default(() => SlotScalingConfigSchema.parse({})),
+    retention: RetentionConfigSchema.default(() => RetentionConfigSchema.parse({})),
     faults: FaultPlanSchema.optional(),
   })
   .transform((lane) => {

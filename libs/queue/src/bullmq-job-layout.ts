@@ -26,7 +26,7 @@ export const JOB_LAYOUT_WRITABLE = installedBullmqVersion === JOB_LAYOUT_BULLMQ_
  * The options BullMQ stores for the card's job, as JSON. lanes' options have no key BullMQ renames
  * when it stores them (`optsAsJSON`), so they are stored as given.
  */
-export function jobLayoutOpts(card: Card, lane: Pick<LaneConfig, 'attempts'>): string {
+export function jobLayoutOpts(card: Card, lane: Pick<LaneConfig, 'attempts'> & Partial<Pick<LaneConfig, 'retention'>>): string {
   return JSON.stringify(jobOptions(card, lane));
 }
 

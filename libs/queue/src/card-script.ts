@@ -1,6 +1,10 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
-import { CardStateSchema } from '@lanes/contracts';
+import { CardStateSchema, type CardState } from '@lanes/contracts';
+import { isCallbackEvent } from './callback-events.js';
+import type { CardWriter, RenderedMove } from './card-move.js';
+import { EVENT_STREAM_MAX_LEN } from './event-log.js';
+import { keys } from './names.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -20,11 +24,27 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  * blocked index and the event together, or nothing at all.
  *
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
- *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream
+ *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream, 9 BullMQ's hash
+ *       of the card's job, 10 its log list
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
  *       7 history entry (JSON), 8 event (JSON), 9 blocked score, 10 event stream max length,
- *       11 card id, 12 '1' if a board hears of this event type
+ *       11 card id, 12 '1' if a board hears of this event type, 13 the lane's terminal retention
+ *       (ms), 14 the most history entries kept (≥ 2)
+ *
+ * Retention: a move to a terminal state (done, failed, cancelled) sets the expiry of every key the
+ * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
+ * the job rewrites fields, which keeps the expiry). Its crash-suspect and fenced-run sets are
+ * deleted, and a terminal card is in no blocked index. A move out of a terminal state (none is
+ * legal today; a retry would be one) persists them again. BullMQ's completed and failed sets,
+ * which hold only the id, are trimmed by the job's removeOnComplete/removeOnFail (job-options.ts).
+ *
+ * History cap: past ARGV 14 entries, the history keeps its first entry (the enqueue) and its
+ * newest ARGV 14 − 1; the entries dropped are counted in the hash field `historyDropped`. A
+ * terminal entry is the newest entry of its card, so the cap never drops it.
+ *
+ * Under Redis's maxmemory (noeviction), Redis refuses the script's first write that may grow
+ * memory, unless a write came before it; either way the script writes all or nothing.
  *
  * The event also goes to the callback stream when a board hears of it and the card has a
  * callbackUrl (hash field `callback`, set by `lanesEnqueue` when the record is made), so the dispatcher never wakes for cards
@@ -40,6 +60,7 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  */
 const WRITE_LUA = `
 local to = ARGV[1]
+local function terminal(s) return s == 'done' or s == 'failed' or s == 'cancelled' end
 local function apply()
   local set = cjson.decode(ARGV[5])
   local flat = {}
@@ -47,7 +68,14 @@ local function apply()
   if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
   local del = cjson.decode(ARGV[6])
   if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
-  redis.call('RPUSH', KEYS[2], ARGV[7])
+  local len = redis.call('RPUSH', KEYS[2], ARGV[7])
+  local cap = tonumber(ARGV[14])
+  if len > cap then
+    local first = redis.call('LINDEX', KEYS[2], 0)
+    redis.call('LTRIM', KEYS[2], len - cap + 1, -1)
+    redis.call('LPUSH', KEYS[2], first)
+    redis.call('HINCRBY', KEYS[1], 'historyDropped', len - cap)
+  end
   if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[9], ARGV[11]) else redis.call('ZREM', KEYS[3], ARGV[11]) end
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8])
   if ARGV[12] == '1' then
@@ -85,8 +113,13 @@ else
 end
 apply()
 local suspects = redis.call('SCARD', KEYS[6])
--- A finished card has no more takeovers to judge.
-if to == 'done' or to == 'failed' or to == 'cancelled' then redis.call('DEL', KEYS[6], KEYS[7]) end
+if terminal(to) then
+  -- A finished card has no more takeovers to judge, and everything else it owns expires.
+  redis.call('DEL', KEYS[6], KEYS[7])
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PEXPIRE', key, ARGV[13]) end
+elseif terminal(state) then
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PERSIST', key) end
+end
 -- A cancel kept on the card: the run that moved it to running is to stop before it starts anything.
 local cancel = (to == 'running' and redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1) and '1' or '0'
 return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0', cancel}
@@ -94,10 +127,13 @@ return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'inf
 
 /**
  * A worker that fenced itself (its run was alive but lost its lock) says so once it can, so the
- * takeover its fence caused is not held against the card as a crash.
- * KEYS: 1 crash suspects, 2 fenced runs. ARGV: 1 token.
+ * takeover its fence caused is not held against the card as a crash. A finished (or expired) card
+ * judges no more takeovers: nothing is kept for it, so no set outlives the card's retention.
+ * KEYS: 1 crash suspects, 2 fenced runs, 3 card hash. ARGV: 1 token.
  */
 const FENCED_LUA = `
+local state = redis.call('HGET', KEYS[3], 'state')
+if not state or state == 'done' or state == 'failed' or state == 'cancelled' then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 return redis.call('SREM', KEYS[1], ARGV[1])
 `;
@@ -122,8 +158,8 @@ const defined = new WeakSet<Redis>();
 export function defineCardScripts(redis: Redis): void {
   if (defined.has(redis)) return;
   defined.add(redis);
-  redis.defineCommand('lanesCardWrite', { numberOfKeys: 8, lua: WRITE_LUA });
-  redis.defineCommand('lanesCardFenced', { numberOfKeys: 2, lua: FENCED_LUA });
+  redis.defineCommand('lanesCardWrite', { numberOfKeys: 10, lua: WRITE_LUA });
+  redis.defineCommand('lanesCardFenced', { numberOfKeys: 3, lua: FENCED_LUA });
   redis.defineCommand('lanesCardCancel', { numberOfKeys: 1, lua: CANCEL_LUA });
 }
 
@@ -140,3 +176,47 @@ export const ScriptReplySchema = z.union([
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);
 export type ScriptReply = z.infer<typeof ScriptReplySchema>;
+
+/** One call of `lanesCardWrite`: the move, who writes it, and the lane's limits. */
+export interface WriteScriptInput {
+  card: { id: string; lane: string };
+  to: CardState;
+  /** The states the move is legal from (`legalSourcesOf(to)`). */
+  sources: readonly CardState[];
+  writer: CardWriter;
+  rendered: RenderedMove;
+  nowMs: number;
+  retentionMs: number;
+  historyMaxEntries: number;
+}
+
+/** The keys and arguments of `lanesCardWrite`, in the order WRITE_LUA documents. */
+export function writeScriptArgs(input: WriteScriptInput): Array<string | number> {
+  const { card, rendered: r, writer } = input;
+  return [
+    keys.card(card.id),
+    keys.history(card.id),
+    keys.blocked(card.lane),
+    keys.events(),
+    keys.jobLock(card.lane, card.id),
+    keys.crashSuspects(card.id),
+    keys.fencedRuns(card.id),
+    keys.callbacks(),
+    keys.job(card.lane, card.id),
+    keys.jobLogs(card.lane, card.id),
+    input.to,
+    input.sources.join(','),
+    writer.kind,
+    writer.kind === 'board' ? '' : writer.token,
+    JSON.stringify(r.set),
+    JSON.stringify(r.del),
+    JSON.stringify(r.entry),
+    JSON.stringify(r.event),
+    input.nowMs,
+    EVENT_STREAM_MAX_LEN,
+    card.id,
+    isCallbackEvent(r.event.type) ? '1' : '0',
+    input.retentionMs,
+    input.historyMaxEntries,
+  ];
+}

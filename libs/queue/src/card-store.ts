@@ -8,15 +8,17 @@ import {
   FailedReasonSchema,
   HistoryEntrySchema,
   ObservedExitCodeSchema,
+  defaults,
   legalSourcesOf,
+  terminalRetentionMs,
   type BlockedReason,
   type Card,
   type CardRecord,
   type CardState,
+  type LaneConfig,
 } from '@lanes/contracts';
 import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
-import { isCallbackEvent } from './callback-events.js';
-import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts } from './card-script.js';
+import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
@@ -28,6 +30,13 @@ export interface CardStoreDeps {
   events?: EventLog;
   /** Refused writes are logged here (`card.stale-write`, `card.illegal-transition`). */
   log?: Logger;
+  /**
+   * The lanes whose `retention` a terminal move applies; a card of a lane not listed gets
+   * `DEFAULT_TERMINAL_CARD_RETENTION_DAYS`.
+   */
+  lanes?: readonly Pick<LaneConfig, 'name' | 'retention'>[];
+  /** The most entries a history keeps (≥ 2); `DEFAULT_HISTORY_MAX_ENTRIES` unless given (tests give less). */
+  historyMaxEntries?: number;
 }
 
 /** What a transition came to. A refusal is an answer, not an error: the caller decides what it means. */
@@ -71,13 +80,22 @@ const CardHashSchema = z.object({
   sandboxId: z.string().optional(),
   observedExitCode: z.string().optional(),
   result: z.string().optional(),
+  historyDropped: Count.optional(),
 });
 
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
+  private readonly retentionMs = new Map<string, number>();
+  private readonly historyMaxEntries: number;
+
   constructor(private readonly deps: CardStoreDeps) {
     defineCardScripts(deps.redis);
     defineEnqueueScripts(deps.redis);
+    for (const lane of deps.lanes ?? []) this.retentionMs.set(lane.name, terminalRetentionMs(lane.retention));
+    this.historyMaxEntries = deps.historyMaxEntries ?? defaults.DEFAULT_HISTORY_MAX_ENTRIES;
+    if (!Number.isInteger(this.historyMaxEntries) || this.historyMaxEntries < 2) {
+      throw new Error(`historyMaxEntries must be an integer ≥ 2 (the first entry and the newest), not ${this.historyMaxEntries}`);
+    }
   }
 
   /** Creates the record unless the id exists. Returns whether it was new, and the record. */
@@ -141,7 +159,7 @@ export class CardStore {
 
   /** Says that run `token` of the card lost its lock while alive, so its takeover is no crash. */
   async markFenced(cardId: string, token: string): Promise<void> {
-    await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), token);
+    await this.deps.redis.lanesCardFenced(keys.crashSuspects(cardId), keys.fencedRuns(cardId), keys.card(cardId), token);
   }
 
   /**
@@ -181,33 +199,17 @@ export class CardStore {
   }
 
   private async run(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
-    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...this.writeArgs(card, to, sources, writer, r)));
-  }
-
-  private writeArgs(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
-    const token = writer.kind === 'board' ? '' : writer.token;
-    return [
-      keys.card(card.id),
-      keys.history(card.id),
-      keys.blocked(card.lane),
-      keys.events(),
-      keys.jobLock(card.lane, card.id),
-      keys.crashSuspects(card.id),
-      keys.fencedRuns(card.id),
-      keys.callbacks(),
+    const args = writeScriptArgs({
+      card,
       to,
-      sources.join(','),
-      writer.kind,
-      token,
-      JSON.stringify(r.set),
-      JSON.stringify(r.del),
-      JSON.stringify(r.entry),
-      JSON.stringify(r.event),
-      this.deps.now(),
-      EVENT_STREAM_MAX_LEN,
-      card.id,
-      isCallbackEvent(r.event.type) ? '1' : '0',
-    ];
+      sources,
+      writer,
+      rendered: r,
+      nowMs: this.deps.now(),
+      retentionMs: this.retentionMs.get(card.lane) ?? terminalRetentionMs(undefined),
+      historyMaxEntries: this.historyMaxEntries,
+    });
+    return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...args));
   }
 }
 
@@ -228,5 +230,6 @@ function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): Card
   if (hash.sandboxId) record.sandboxId = hash.sandboxId;
   if (hash.observedExitCode) record.observedExitCode = ObservedExitCodeSchema.parse(JSON.parse(hash.observedExitCode));
   if (hash.result) record.result = z.json().parse(JSON.parse(hash.result));
+  if (hash.historyDropped) record.historyDropped = hash.historyDropped;
   return record;
 }

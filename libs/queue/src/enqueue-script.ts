@@ -32,6 +32,10 @@ import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
  * of the batch guarded, while the callback stream holds ARGV 9 entries or more (0: no bound): its
  * entries stay until delivered, so past the bound a card whose callback could not be owed is not taken.
  *
+ * Under Redis's maxmemory (noeviction) the script's first write is one Redis refuses (HSET, INCR),
+ * so a full Redis refuses the whole script with nothing written (OOM); in the MULTI the adds are
+ * refused the same way. Nothing of an enqueue is half-written.
+ *
  * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
  *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
@@ -116,6 +120,10 @@ for i = 1, n do
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
     redis.call('RPUSH', card .. ':history', ARGV[3])
+    -- An earlier card of this id expired with its job (retention, card-script.ts) and may have left
+    -- the id in BullMQ's finished sets: out, before BullMQ's age or count trim removes the new job by it.
+    redis.call('ZREM', qp .. ':' .. lane .. ':completed', id)
+    redis.call('ZREM', qp .. ':' .. lane .. ':failed', id)
     -- A lane with no blocked card (the usual case) is asked once per batch, not once per card.
     local blocked = sp .. ':lane:' .. lane .. ':blocked'
     if hasBlocked[lane] == nil then hasBlocked[lane] = redis.call('EXISTS', blocked) == 1 end

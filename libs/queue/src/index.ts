@@ -7,7 +7,16 @@ export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type StoredEvent } from
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult } from './card-store.js';
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { appendJobLog } from './job-log-append.js';
-export { jobOptions, COMPLETED_JOB_RETENTION_S, FAILED_JOB_RETENTION_S, RETRY_BASE_DELAY_MS } from './job-options.js';
+export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';
 export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
+export { asRedisFullError } from './redis-errors.js';
+export {
+  evaluateRedisWritable,
+  parseInfoMemory,
+  type RedisMemoryInfo,
+  type RedisWritable,
+  type RedisWritableConfig,
+  type RedisWritableSnapshot,
+} from './redis-memory.js';

@@ -10,12 +10,16 @@ declare module 'ioredis' {
 /**
  * BullMQ's `addLog` for many lines at once: the lines land as separate log entries (as Bull Board
  * shows them), in one round trip instead of one per line. Like BullMQ's, it writes nothing for a
- * job that is gone (-1), and keeps only the last `keepLogs` entries when that is set.
+ * job that is gone (-1), and keeps only the last `keepLogs` entries when that is set. A job whose
+ * card has ended carries the card's expiry (card-script.ts); a log list made after that gets the
+ * same, so no log outlives its job.
  * KEYS: 1 job hash, 2 job log list. ARGV: 1 keepLogs ('' for all), 2… lines.
  */
 const APPEND_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 2))
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 if ARGV[1] ~= '' then
   local keep = tonumber(ARGV[1])
   redis.call('LTRIM', KEYS[2], -keep, -1)

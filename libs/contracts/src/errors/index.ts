@@ -9,3 +9,4 @@ export { ConnectTimeoutError } from './connect-timeout-error.js';
 export { SyncBatchError } from './sync-batch-error.js';
 export { IllegalStateError } from './illegal-state-error.js';
 export { AgentFileError, formatBytes, type AgentFileRule } from './agent-file-error.js';
+export { RedisFullError } from './redis-full-error.js';

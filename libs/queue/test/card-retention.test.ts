@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaults, isTerminalCardState, legalSourcesOf, parseLanesConfig, type Card } from '@lanes/contracts';
+import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, renderMove, type CardMove, type CardWriter } from '@lanes/queue';
+import { ScriptReplySchema, writeScriptArgs } from '../src/card-script.js';
+import { startRedis, type TestRedis } from '../../../test/harness/index.js';
+
+const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
+const DAY_MS = defaults.MS_PER_DAY;
+
+/** Retention and the history cap, as the transition script applies them on a real redis-server. */
+describe('card retention in the transition script', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  const oneDayLane = uid('lane');
+  let store: CardStore;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = createRedis(server.url);
+    store = new CardStore({ redis, now: Date.now, lanes: [{ name: oneDayLane, retention: { terminalCardDays: 1 } }], historyMaxEntries: 5 });
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  const newCard = (lane = oneDayLane): Card => ({ id: uid('card'), lane, title: 't', priority: 0 });
+  /** What a worker holding the card's job has: BullMQ's lock, the job hash and a log line. */
+  const takeJob = async (card: Card, token: string): Promise<CardWriter> => {
+    await redis.set(keys.jobLock(card.lane, card.id), token);
+    await redis.hset(keys.job(card.lane, card.id), 'name', card.lane, 'data', JSON.stringify(card));
+    await redis.rpush(keys.jobLogs(card.lane, card.id), 'line 1');
+    return { kind: 'run', token };
+  };
+  /** The card's own keys: record, history, job hash and logs (each PTTL), and its takeover sets. */
+  const owned = (card: Card) => [keys.card(card.id), keys.history(card.id), keys.job(card.lane, card.id), keys.jobLogs(card.lane, card.id)];
+  const pttls = async (card: Card) => Promise.all(owned(card).map((k) => redis.pttl(k)));
+  const runToEnd = async (card: Card, end: CardMove) => {
+    await store.create(card);
+    const writer = await takeJob(card, uid('tok'));
+    expect((await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer)).ok).toBe(true);
+    // A takeover judged earlier left these; an ended card keeps neither.
+    await redis.sadd(keys.crashSuspects(card.id), 'old-run');
+    await redis.sadd(keys.fencedRuns(card.id), 'older-run');
+    expect(await pttls(card)).toEqual([-1, -1, -1, -1]);
+    expect((await store.transition(card, end, writer)).ok).toBe(true);
+  };
+
+  it.each<[string, CardMove]>([
+    ['done', { to: 'done', attempt: 1, sandboxId: 'sb', result: { pr: 'x' } }],
+    ['failed', { to: 'failed', attempt: 1, sandboxId: 'sb', failedReason: 'command-failed' }],
+    ['cancelled', { to: 'cancelled', attempt: 1, sandboxId: 'sb' }],
+  ])('a move to %s sets the lane’s retention on every key the card owns, in the same script', async (_name, end) => {
+    const card = newCard();
+    await runToEnd(card, end);
+    for (const ttl of await pttls(card)) {
+      expect(ttl).toBeGreaterThan(DAY_MS - 60_000);
+      expect(ttl).toBeLessThanOrEqual(DAY_MS);
+    }
+    expect(await redis.exists(keys.crashSuspects(card.id), keys.fencedRuns(card.id))).toBe(0);
+    expect(await redis.zscore(keys.blocked(card.lane), card.id)).toBeNull();
+  });
+
+  it('a lane the store was not told of gets the default retention', async () => {
+    const card = newCard(uid('other-lane'));
+    await runToEnd(card, { to: 'done', attempt: 1, sandboxId: 'sb' });
+    const defaultMs = defaults.DEFAULT_TERMINAL_CARD_RETENTION_DAYS * DAY_MS;
+    for (const ttl of await pttls(card)) {
+      expect(ttl).toBeGreaterThan(defaultMs - 60_000);
+      expect(ttl).toBeLessThanOrEqual(defaultMs);
+    }
+  });
+
+  it('moves that do not end the card (queued, running, blocked) set no expiry', async () => {
+    const card = newCard();
+    await store.create(card);
+    const writer = await takeJob(card, uid('tok'));
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+    await store.transition(card, { to: 'blocked', attempt: 1, sandboxId: 'sb', blockedReason: 'needs-human', retryAt: Date.now() + 60_000 }, writer);
+    await store.transition(card, { to: 'queued', attempt: 1, event: 'card.unblocked' }, { kind: 'board' });
+    expect(await pttls(card)).toEqual([-1, -1, -1, -1]);
+  });
+
+  it('a move out of a terminal state (none is legal today; a retry would be one) persists what the terminal move set to expire', async () => {
+    const card = newCard();
+    await runToEnd(card, { to: 'failed', attempt: 1, sandboxId: 'sb', failedReason: 'command-failed' });
+    expect((await pttls(card)).every((t) => t > 0)).toBe(true);
+    // The script as a retry would call it: failed is a legal source of this move.
+    const move: CardMove = { to: 'queued', attempt: 0, message: 'retried' };
+    const args = writeScriptArgs({
+      card,
+      to: 'queued',
+      sources: [...legalSourcesOf('queued'), 'failed'],
+      writer: { kind: 'board' },
+      rendered: renderMove(card, move, Date.now()),
+      nowMs: Date.now(),
+      retentionMs: DAY_MS,
+      historyMaxEntries: 5,
+    });
+    expect(ScriptReplySchema.parse(await redis.lanesCardWrite(...args))[0]).toBe('ok');
+    expect(await pttls(card)).toEqual([-1, -1, -1, -1]);
+  });
+
+  it('a fenced worker’s late word on a finished card keeps nothing (no set outlives the card)', async () => {
+    const card = newCard();
+    await runToEnd(card, { to: 'done', attempt: 1, sandboxId: 'sb' });
+    await store.markFenced(card.id, 'late-run');
+    expect(await redis.exists(keys.crashSuspects(card.id), keys.fencedRuns(card.id))).toBe(0);
+    // While the card runs, the word is kept as before.
+    const running = newCard();
+    await store.create(running);
+    await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, await takeJob(running, 'tok-a'));
+    await store.markFenced(running.id, 'tok-a');
+    expect(await redis.smembers(keys.fencedRuns(running.id))).toEqual(['tok-a']);
+  });
+
+  it('a job log begun after the card ended takes the job’s expiry', async () => {
+    const card = newCard();
+    await runToEnd(card, { to: 'done', attempt: 1, sandboxId: 'sb' });
+    await redis.del(keys.jobLogs(card.lane, card.id));
+    expect(await appendJobLog(redis, card.lane, card.id, ['late line'])).toBe(1);
+    const ttl = await redis.pttl(keys.jobLogs(card.lane, card.id));
+    expect(ttl).toBeGreaterThan(DAY_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(DAY_MS);
+  });
+
+  it('a history past the cap keeps its first and newest entries and counts the rest; the terminal entry stays, once', async () => {
+    const card = newCard();
+    await store.create(card);
+    const board: CardWriter = { kind: 'board' };
+    // 1 enqueue entry + 7 re-drives = 8 entries, over a cap of 5: 3 fold away.
+    for (let i = 1; i <= 7; i++) expect((await store.transition(card, { to: 'queued', attempt: 0, event: 'card.redriven', message: `redrive ${i}` }, board)).ok).toBe(true);
+    let record = (await store.get(card.id))!;
+    expect(record.history.map((h) => h.message)).toEqual(['enqueued', 'redrive 4', 'redrive 5', 'redrive 6', 'redrive 7']);
+    expect(record.historyDropped).toBe(3);
+
+    const writer = await takeJob(card, uid('tok'));
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+    await store.transition(card, { to: 'done', attempt: 1, sandboxId: 'sb' }, writer);
+    record = (await store.get(card.id))!;
+    expect(record.history.map((h) => h.message ?? h.state)).toEqual(['enqueued', 'redrive 6', 'redrive 7', 'running', 'done']);
+    expect(record.historyDropped).toBe(5);
+    expect(record.history.filter((h) => isTerminalCardState(h.state))).toHaveLength(1);
+    expect(await redis.llen(keys.history(card.id))).toBe(5);
+  });
+
+  it('a history under the cap is whole and shows no dropped count', async () => {
+    const card = newCard();
+    await runToEnd(card, { to: 'done', attempt: 1, sandboxId: 'sb' });
+    const record = (await store.get(card.id))!;
+    expect(record.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
+    expect(record).not.toHaveProperty('historyDropped');
+  });
+
+  it.each([true, false])(
+    'an id whose card expired with its job, but still named in BullMQ’s finished sets, is enqueued afresh and taken out of them (writeJobs %s)',
+    async (writeJobs) => {
+      const [lane] = parseLanesConfig({ lanes: [{ name: uid('lane'), agent: ['true'] }] }).lanes;
+      const queues = new LaneQueues({ redis, store, lanes: [lane!], writeJobs });
+      try {
+        const card = newCard(lane!.name);
+        // What an expired card leaves: its id in the completed and failed sets, no record, no job hash.
+        await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:completed`, 1, card.id);
+        await redis.zadd(`${QUEUE_PREFIX}:${lane!.name}:failed`, 1, card.id);
+        expect(await queues.enqueue(card)).toEqual({ created: true, id: card.id, state: 'queued' });
+        expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:completed`, card.id)).toBeNull();
+        expect(await redis.zscore(`${QUEUE_PREFIX}:${lane!.name}:failed`, card.id)).toBeNull();
+        // So BullMQ reads it as waiting, not completed (and no age or count trim of old entries removes it).
+        expect(await (await queues.job(card.id, lane!.name))!.getState()).toBe('waiting');
+      } finally {
+        await queues.close();
+      }
+    },
+  );
+
+  it('refuses a cap that could not keep the first entry and the newest', () => {
+    expect(() => new CardStore({ redis, now: Date.now, historyMaxEntries: 1 })).toThrow(/historyMaxEntries/);
+  });
+});
