@@ -102,7 +102,7 @@ describe('Redis full (real redis-server at its maxmemory)', () => {
     expect(bulk.json()).toMatchObject({ error: { code: 'REDIS_FULL' } });
     // A cancel of a queued card still goes through, whole: its first writes delete (the job, the run
     // token), which Redis allows at maxmemory, and a script that has written may finish.
-    const cancel = await api.app.inject({ method: 'POST', url: '/v1/cards/before/cancel' });
+    const cancel = await api.app.inject({ method: 'POST', url: '/v1/cards/before/cancel', headers: { 'content-type': 'application/json' } });
     expect(cancel.statusCode).toBe(202);
 
     // The MULTI path (lanes not writing BullMQ's layout itself): the record script and BullMQ's adds are refused together.
