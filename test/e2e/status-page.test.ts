@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
+import { detectIsolation } from '@lanes/sandbox';
 import { apiClient, startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
 
 /** Debian's chromium (`apt install chromium`; .ci/run installs it). */
@@ -100,6 +101,11 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
       await page.locator('#verdicts li[data-verdict="sandbox-dead"]', { hasText: 'exit 137' }).first().waitFor({ timeout: PAGE_WAIT_MS });
       await page.locator('#verdicts li[data-verdict="ok"]', { hasText: 'sp-1' }).waitFor({ timeout: PAGE_WAIT_MS });
       expect(await page.locator('section.lane[data-lane="watched"] .badge.breaker-closed').count()).toBe(1);
+      // The lane says how it fences its agents: the harness runs it in the PID namespace (or a
+      // process group), as the worker's own user, so the page names it as for trusted agents only.
+      const isolation = page.locator('section.lane[data-lane="watched"] .badge[data-isolation]');
+      expect(await isolation.getAttribute('data-isolation')).toBe(detectIsolation());
+      expect(await isolation.textContent()).toBe(`trusted agents only (${detectIsolation()})`);
       expect(pageErrors).toEqual([]);
 
       mkdirSync(SCREENSHOT_DIR, { recursive: true });

@@ -74,6 +74,12 @@ function renderSlot(lane, slot) {
   );
 }
 
+/** How the lane fences its agents; a lane that can only run trusted agents says so, and why (README "Threat model"). */
+function renderIsolation(isolation) {
+  const text = isolation.trustedAgentsOnly ? `trusted agents only (${isolation.mode})` : `agents isolated (${isolation.mode})`;
+  return el('span', { class: `badge isolation-${isolation.trustedAgentsOnly ? 'trusted-only' : 'isolated'}`, 'data-isolation': isolation.mode, title: isolation.why ?? '' }, text);
+}
+
 function renderLane(lane) {
   const { states, blocked } = countsOf(lane);
   const breaker = lane.breaker ?? { state: 'closed', failures: 0 };
@@ -96,6 +102,7 @@ function renderLane(lane) {
       el('span', { class: `badge outage-${lane.outage ? 'yes' : 'no'}` }, lane.outage ? 'provider outage' : 'no outage'),
       ' ',
       el('span', { class: 'badge' }, `desired slots ${lane.desiredSlots}`),
+      ...(lane.isolation ? [' ', renderIsolation(lane.isolation)] : []),
     ),
     el('table', { class: 'counts' }, el('tr', {}, ...states.map(([s]) => el('th', {}, s))), el('tr', {}, ...states.map(([s, n]) => el('td', { 'data-count': s }, String(n))))),
     el(
