@@ -66,8 +66,9 @@ export interface LocalProviderOptions {
  * Sandboxes end with the process that created them, even when it is SIGKILLed: the root inherits
  * a lifeline (fd 3) whose other end only this process holds, and the init ends the sandbox on its
  * EOF. Detaching (`close()`) keeps them running while this process lives; the supervisor still
- * lists leftovers from `baseDir` and terminates them by id. Local sandboxes share the host
- * filesystem and are not a security boundary.
+ * lists leftovers from `baseDir` and terminates them by id. Local sandboxes share the host's
+ * filesystem and network: only `separate-uid` (an unprivileged uid of the sandbox's own) keeps an
+ * agent from the worker and the other slots (README "Threat model").
  */
 export class LocalSandboxProvider implements SandboxProvider {
   readonly name = 'local';
