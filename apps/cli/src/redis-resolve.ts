@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port.js';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ export interface ResolvedRedis {
 }
 
 /** Sends PING over a raw socket so that probing needs no client library and never retries. */
-export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TIMEOUT_MS): Promise<boolean> {
+export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TIMEOUT_MS, { authRequired = false } = {}): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host, port });
     const done = (ok: boolean) => {
@@ -48,7 +49,8 @@ export function pingRedis(host: string, port: number, timeoutMs = REDIS_PROBE_TI
     // A listener that hangs up without a word is not Redis; the idle timeout dies with the socket.
     socket.once('close', () => done(false));
     socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (buf) => done(buf.toString().startsWith('+PONG')));
+    // A server that asks for a password (our own) answers too: it is up.
+    socket.once('data', (buf) => done(buf.toString().startsWith('+PONG') || (authRequired && buf.toString().startsWith('-NOAUTH'))));
   });
 }
 
@@ -61,7 +63,7 @@ export interface ResolveRedisOptions {
 
 /**
  * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
- * port with AOF in `dataDir`; else RedisUnavailableError saying how to get one.
+ * port with AOF in `dataDir` and a password of its own; else RedisUnavailableError saying how to get one.
  */
 export async function resolveRedis(env: { REDIS_URL?: string | undefined }, dataDir: string, options: ResolveRedisOptions = {}): Promise<ResolvedRedis> {
   const localPort = options.localPort ?? DEFAULT_LOCAL_REDIS.port;
@@ -71,8 +73,15 @@ export async function resolveRedis(env: { REDIS_URL?: string | undefined }, data
     return { url: `redis://${DEFAULT_LOCAL_REDIS.host}:${localPort}`, source: 'local 6379', stop: noop };
   }
   const port = await freePort();
-  mkdirSync(dataDir, { recursive: true });
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''];
+  // Its data is every tenant's cards, and agents share this host's loopback: the directory is the
+  // worker's alone, and the server asks for a password that only its config file (0600) holds.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
+  const password = randomBytes(24).toString('hex');
+  const conf = join(dataDir, 'lanes-redis.conf');
+  writeFileSync(conf, `requirepass ${password}\n`, { mode: 0o600 });
+  chmodSync(conf, 0o600);
+  const args = [conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''];
   const child: ChildProcess = spawn(options.redisServer ?? 'redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const spawnFailed = await new Promise<boolean>((resolve) => {
     child.once('error', () => resolve(true));
@@ -82,7 +91,7 @@ export async function resolveRedis(env: { REDIS_URL?: string | undefined }, data
   // A process ended by a signal has exitCode null and signalCode set.
   const ended = () => child.exitCode !== null || child.signalCode !== null;
   const deadline = Date.now() + REDIS_START_TIMEOUT_MS;
-  while (!(await pingRedis('127.0.0.1', port))) {
+  while (!(await pingRedis('127.0.0.1', port, REDIS_PROBE_TIMEOUT_MS, { authRequired: true }))) {
     if (ended() || Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new RedisUnavailableError(localPort);
@@ -90,7 +99,7 @@ export async function resolveRedis(env: { REDIS_URL?: string | undefined }, data
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://:${password}@127.0.0.1:${port}`,
     source: 'embedded redis-server',
     async stop() {
       if (ended()) return;

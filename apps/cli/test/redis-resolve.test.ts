@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,6 +122,13 @@ describe('resolveRedis', () => {
     expect(new URL(r.url).hostname).toBe('127.0.0.1');
     expect(port).not.toBe(localPort);
     expect(await ping(r.url)).toBe('PONG');
+    // Agents share the host's loopback: without the password the server refuses, and only the
+    // worker's user can read the data directory or the config file that holds it.
+    // (A PING without AUTH is answered -NOAUTH: not a PONG, yet the server is up.)
+    expect(await pingRedis('127.0.0.1', port)).toBe(false);
+    expect(await pingRedis('127.0.0.1', port, 500, { authRequired: true })).toBe(true);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dataDir, 'lanes-redis.conf')).mode & 0o777).toBe(0o600);
 
     const client = new Redis(r.url, { maxRetriesPerRequest: 1 });
     try {
