@@ -110,16 +110,16 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     writeFileSync(
       config,
       JSON.stringify({
-        lanes: [
-          {
-            name: 'hostile',
-            slots: 2,
-            isolation: mode,
-            attempts: 1,
-            agent: [process.execPath, join(dir, 'agent.mjs')],
-            respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
-          },
-        ],
+        // One slot, so "the same slot runs the next card" is checked, not hoped for; the neighbour is
+        // another slot (another lane's) whose directories the agent tries to reach.
+        lanes: ['hostile', 'neighbour'].map((name) => ({
+          name,
+          slots: 1,
+          isolation: mode,
+          attempts: 1,
+          agent: [process.execPath, join(dir, 'agent.mjs')],
+          respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
+        })),
       }),
     );
     const port = await freePort();
@@ -142,7 +142,7 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     url = `http://127.0.0.1:${port}`;
     api = apiClient(url, TOKEN);
     await waitFor('lanes up to answer', async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok);
-    await waitFor('both slots live', async () => ((await api.lanes())[0]?.slots ?? []).filter((s) => s.sandbox?.state === 'live').length === 2);
+    await waitFor('both slots live', async () => (await api.lanes()).flatMap((l) => l.slots).filter((s) => s.sandbox?.state === 'live').length === 2);
     rssBaseKb = rssKb(child.pid!);
     // /healthz and the stack's memory, sampled through every attack.
     let probing = false;
@@ -187,7 +187,7 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
   const lastMessage = (c: CardRecord) => c.history.at(-1)?.message;
 
   it('says at boot, in GET /v1/lanes, how the lane fences its agents', async () => {
-    const isolation = (await api.lanes())[0]!.isolation as LaneIsolation;
+    const isolation = (await api.lanes()).find((l) => l.name === 'hostile')!.isolation as LaneIsolation;
     expect(isolation.mode).toBe(mode);
     expect(isolation.trustedAgentsOnly).toBe(mode !== 'separate-uid');
     const boot = output
@@ -214,6 +214,8 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     const next = await attack('ordinary');
     expect(next.state).toBe('done');
     expect(next.result).toEqual({ ordinary: true });
+    // The same slot, on the same sandbox: the attack cost the agent its card, not the slot its sandbox.
+    expect(next.sandboxId).toBe(card.sandboxId);
   });
 
   it('a 16 MiB last line with exit 75 is needs-human, its reason capped', async () => {
@@ -237,13 +239,12 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     const found = (card.result as { found: string[] }).found;
     // In a PID namespace the worker is not in the agent's /proc; in a process group it is, as the
     // lane's isolation says (trusted agents only). The test states what holds in each mode.
-    if (mode === 'process-group') expect((await api.lanes())[0]!.isolation?.trustedAgentsOnly).toBe(true);
+    if (mode === 'process-group') expect((await api.lanes()).find((l) => l.name === 'hostile')!.isolation?.trustedAgentsOnly).toBe(true);
     else expect(found).toEqual([]);
   });
 
   it.runIf(mode === 'separate-uid')("cannot write into another slot's directory or lanes' own, nor rewrite a sandbox record", async () => {
-    const slots = (await api.lanes())[0]!.slots;
-    const other = slots.find((s) => !s.cardId)?.sandbox?.id ?? slots[1]!.sandbox!.id;
+    const other = (await api.lanes()).find((l) => l.name === 'neighbour')!.slots[0]!.sandbox!.id;
     const card = await attack('trespass', {
       otherWorkdir: join(dir, 'sandboxes', other, 'work'),
       lanesDir: PROJECT_DIR,
