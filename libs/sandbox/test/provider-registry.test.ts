@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLanesConfig } from '@lanes/contracts';
-import { FaultyProvider, agentBaseEnv, createProviderRegistry, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { FaultyProvider, LocalSandboxProvider, agentBaseEnv, createProviderRegistry, detectIsolation, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 
 const lanes = parseLanesConfig({
   lanes: [
@@ -73,5 +73,33 @@ describe('provider registry', () => {
     expect(stdout).not.toContain('hunter2');
     expect(stdout).not.toContain('tok-1');
     expect(stdout).not.toContain('cb-secret-sign-as-lanes');
+  });
+});
+
+describe("a local lane maps secrets from the worker's environment, never lanes' own", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lanes-secrets-'));
+  const provider = new LocalSandboxProvider({ baseDir: dir, isolation: detectIsolation(), secretEnv: { BOARD_TOKEN: 'board-secret-1', REDIS_URL: 'redis://:pw@x:6379' } });
+  afterAll(async () => {
+    await provider.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const spec = (secrets: string[]) => ({ image: 'local', tags: { lane: 'l', slot: 's', worker: 'w' }, secrets });
+
+  it('hands the agent a mapped secret by name', async () => {
+    const handle = await provider.create(spec(['BOARD_TOKEN']));
+    try {
+      expect((await handle.exec(['sh', '-c', 'printf %s "$BOARD_TOKEN"'])).stdout).toBe('board-secret-1');
+    } finally {
+      await handle.terminate();
+    }
+  });
+
+  it.each([
+    [['REDIS_URL'], 'secret REDIS_URL is a credential of lanes itself and never reaches an agent'],
+    [['NOT_SET'], "secret NOT_SET is not set in the worker's environment"],
+  ])('refuses %j before anything is made: %s', async (secrets, message) => {
+    const before = readdirSync(dir).length;
+    await expect(provider.create(spec(secrets))).rejects.toThrow(message);
+    expect(readdirSync(dir)).toHaveLength(before);
   });
 });

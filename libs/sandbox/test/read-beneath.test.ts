@@ -116,6 +116,17 @@ describe('readBeneath: what an agent leaves is read safely', () => {
       return;
     }
     expect(refusal(() => readBeneath(devDir.root, RESULT, MAX)).message).toBe('result.json is a character device, not a regular file');
+    const blockDir = await workdir();
+    execFileSync('mknod', [join(blockDir.out, 'result.json'), 'b', '7', '0'], { stdio: 'ignore' });
+    expect(refusal(() => readBeneath(blockDir.root, RESULT, MAX)).message).toBe('result.json is a block device, not a regular file');
+  });
+
+  it('refuses a file under something that is not a directory (out/ swapped for a file)', async () => {
+    const { root, out } = await workdir();
+    await rm(out, { recursive: true });
+    await writeFile(out, 'a file where a directory was');
+    const e = refusal(() => readBeneath(root, RESULT, MAX));
+    expect([e.rule, e.message]).toEqual(['not-regular', 'result.json is under out, which is not a directory']);
   });
 
   it('refuses a hard link: a file the agent did not write itself', async () => {

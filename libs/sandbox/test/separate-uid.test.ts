@@ -1,9 +1,10 @@
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalSandboxProvider, detectIsolation, probeSeparateUid, type SandboxHandle } from '@lanes/sandbox';
+import { DEFAULT_AGENT_UID_BASE, leaseUid, releaseUid } from '../src/local/separate-uid.js';
 import { TEST_KILL_GRACE_MS, testSpec } from './support/local-fixture.js';
 
 /** lanes' own files: the repository this test runs from. */
@@ -100,6 +101,56 @@ describe.runIf(probe.ok && detectIsolation() === 'pid-namespace')('local provide
     expect(leases()).toHaveLength(3);
     await c.terminate();
     expect(leases()).toHaveLength(2);
+  });
+
+  it("a supervisor's terminateById (another process's provider on the same directory) releases the reaped sandbox's uid", async () => {
+    const d = await provider.create(testSpec('d'));
+    const reaper = new LocalSandboxProvider({ baseDir, isolation: 'separate-uid' });
+    const leases = () => readdirSync(join(baseDir, '.uids'));
+    expect(leases()).toHaveLength(3);
+    await reaper.terminateById(d.id);
+    expect(leases()).toHaveLength(2);
+    await reaper.close();
+  });
+});
+
+describe('agent uid leases', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lanes-uid-leases-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const first = () => 0;
+
+  it('takes a free uid, passes over one a live sandbox holds, and takes over one whose sandbox is gone', () => {
+    const live = new Set(['a', 'b']);
+    const isLive = (holder: string) => live.has(holder);
+    expect(leaseUid(dir, 'a', isLive, first)).toBe(DEFAULT_AGENT_UID_BASE);
+    expect(leaseUid(dir, 'b', isLive, first)).toBe(DEFAULT_AGENT_UID_BASE + 1);
+    live.delete('a');
+    expect(leaseUid(dir, 'c', isLive, first)).toBe(DEFAULT_AGENT_UID_BASE);
+    expect(readFileSync(join(dir, '.uids', String(DEFAULT_AGENT_UID_BASE)), 'utf8')).toBe('c');
+  });
+
+  it("releases only its own lease: a sandbox that lost its uid to a takeover does not free the new holder's", () => {
+    releaseUid(dir, DEFAULT_AGENT_UID_BASE, 'a');
+    expect(existsSync(join(dir, '.uids', String(DEFAULT_AGENT_UID_BASE)))).toBe(true);
+    releaseUid(dir, DEFAULT_AGENT_UID_BASE, 'c');
+    expect(existsSync(join(dir, '.uids', String(DEFAULT_AGENT_UID_BASE)))).toBe(false);
+  });
+});
+
+describe('an explicit separate-uid the machine cannot do', () => {
+  it.runIf(process.getuid?.() === 0)('is refused at create naming why, before anything is made; auto says which mode it took instead', async () => {
+    const closed = mkdtempSync(join(tmpdir(), 'lanes-uid-refused-'));
+    chmodSync(closed, 0o700);
+    const sandboxes = join(closed, 'inner', 'sandboxes');
+    try {
+      const explicit = new LocalSandboxProvider({ baseDir: sandboxes, isolation: 'separate-uid' });
+      await expect(explicit.create(testSpec('x'))).rejects.toThrow(/isolation separate-uid is not possible here: .* is not passable by other users/);
+      expect(existsSync(sandboxes)).toBe(false);
+      const auto = new LocalSandboxProvider({ baseDir: sandboxes });
+      expect(auto.isolationChoice).toEqual({ mode: detectIsolation(), why: expect.stringContaining('is not passable by other users') });
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
   });
 });
 

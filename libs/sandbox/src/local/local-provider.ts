@@ -12,6 +12,7 @@ import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { exitCodeOf } from '../exec-result.js';
 import { InitChannel } from './init-channel.js';
 import { LIFELINE_FD, detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
+import { resolveLaneIsolation } from './lane-isolation.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { childrenOf, isAlive, readStat } from '../proc.js';
 import type { CreateOptions, SandboxProvider, SandboxRef } from '../provider.js';
@@ -113,10 +114,9 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   get isolationChoice(): { mode: IsolationMode; why?: string } {
     if (this.requestedIsolation !== 'auto') return { mode: this.requestedIsolation };
-    const namespace = detectIsolation();
-    if (namespace === 'process-group') return { mode: namespace, why: 'this machine does not allow a PID namespace (unshare --pid)' };
-    const uid = probeSeparateUid(this.baseDir);
-    return uid.ok ? { mode: 'separate-uid' } : { mode: namespace, why: uid.why };
+    const machine = { pidNamespace: detectIsolation() === 'pid-namespace', separateUid: probeSeparateUid(this.baseDir) };
+    const { mode, why } = resolveLaneIsolation({ provider: 'local', isolation: 'auto' }, machine, undefined);
+    return { mode: mode as IsolationMode, ...(why ? { why } : {}) };
   }
 
   async create(spec: SandboxSpec, options: CreateOptions = {}): Promise<LocalSandbox> {
@@ -129,14 +129,17 @@ export class LocalSandboxProvider implements SandboxProvider {
     if (!isValidSandboxId(id)) throw new ProviderInvalidError('local', `invalid sandbox id ${JSON.stringify(id)}`);
     const dir = sandboxDir(this.baseDir, id);
     const workdir = join(dir, 'work');
-    await mkdir(workdir, { recursive: true });
     const isolation = this.isolation;
+    // Refusals (a secret lanes may not hand out, a mode the machine cannot do) come before anything is made.
+    const env = this.sandboxEnv(spec, id, workdir);
+    if (isolation === 'separate-uid') this.assertSeparateUid();
+    await mkdir(workdir, { recursive: true });
     const agent = isolation === 'separate-uid' ? this.separateUid(id, dir, workdir) : undefined;
 
     const { command, args } = rootCommand(isolation, agent?.initCommand ?? this.initCommand, agent?.uid);
     const root = spawn(command, args, {
       cwd: workdir,
-      env: { ...this.sandboxEnv(spec, id, workdir), ...agent?.env },
+      env: { ...env, ...agent?.env },
       // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
       detached: true,
       // fd 3 is the lifeline: the init reads EOF on it when this process dies, however it dies.
@@ -262,13 +265,16 @@ export class LocalSandboxProvider implements SandboxProvider {
    * read it. Refused when the machine cannot (explicit `separate-uid` on a machine without it).
    */
   private separateUid(id: string, dir: string, workdir: string): { uid: number; initCommand: readonly string[]; env: Record<string, string> } {
-    const probe = probeSeparateUid(this.baseDir);
-    if (!probe.ok) throw new ProviderInvalidError(this.name, `isolation separate-uid is not possible here: ${probe.why}`);
     const init = prepareBaseDir(this.baseDir);
     const uid = leaseUid(this.baseDir, id, (holder) => this.holderLive(holder));
     const { home, tmp } = prepareSandboxDirs(dir, workdir, uid);
     const initCommand = this.initCommand[1] === LOCAL_INIT_PATH ? [this.initCommand[0]!, init, ...this.initCommand.slice(2)] : this.initCommand;
     return { uid, initCommand, env: { HOME: home, TMPDIR: tmp } };
+  }
+
+  private assertSeparateUid(): void {
+    const probe = probeSeparateUid(this.baseDir);
+    if (!probe.ok) throw new ProviderInvalidError(this.name, `isolation separate-uid is not possible here: ${probe.why}`);
   }
 
   /** A lease's holder is live while its record names a root that still runs. */

@@ -104,6 +104,6 @@ function kindOf(stat: Stats): string {
   if (stat.isDirectory()) return 'a directory';
   if (stat.isCharacterDevice()) return 'a character device';
   if (stat.isBlockDevice()) return 'a block device';
-  if (stat.isSocket()) return 'a socket';
+  // A socket never gets here: opening one fails (ENXIO) before fstat.
   return 'not a file';
 }
