@@ -1,7 +1,7 @@
 /**
  * Local sandbox exec overhead and cancel latency, in one run:
  *
- *   npx tsx --conditions=@lanes/source bench/sandbox-exec.ts [--iterations N] [--cancels M] [--isolation auto|pid-namespace|process-group]
+ *   npx tsx --conditions=@lanes/source bench/sandbox-exec.ts [--iterations N] [--cancels M] [--isolation auto|separate-uid|pid-namespace|process-group]
  *
  * (i)  `exec(['true'])` through the local provider vs a bare `child_process.spawn('true')` with the
  *      same stdio (target: mean ratio ≤ 1.3×);
