@@ -1,0 +1,137 @@
+import { once } from 'node:events';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IllegalStateError, type LaneEvent } from '@lanes/contracts';
+import { createRedis, EventLog, keys } from '@lanes/queue';
+import { useRedis, waitFor } from '../../../test/harness/index.js';
+import { EventFanout } from '../src/sse/event-fanout.js';
+import type { SseEvent } from '../src/sse/sse-event.js';
+
+/** A sink that records what it is fed, and can be closed from the test. */
+class RecordingSink {
+  isOpen = true;
+  needsDrain = false;
+  began: string | undefined;
+  readonly ids: string[] = [];
+  readonly cards: string[] = [];
+  begin(afterId: string): void {
+    this.began = afterId;
+  }
+  push(events: readonly SseEvent[]): void {
+    for (const e of events) {
+      this.ids.push(e.id);
+      this.cards.push((JSON.parse(e.frame.split('\ndata: ')[1] ?? '{}') as { cardId?: string }).cardId ?? '');
+    }
+  }
+  drained(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** A pino logger whose lines land in `lines`, parsed. */
+function recordingLog() {
+  const lines: Array<{ msg: string }> = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as { msg: string });
+      cb();
+    },
+  });
+  return { log: pino({ level: 'info' }, sink), lines };
+}
+
+const event = (cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane: 'fan', cardId });
+
+describe('EventFanout: the one reader per API process', () => {
+  const f = useRedis();
+  const fanouts: EventFanout[] = [];
+  const conns: Redis[] = [];
+
+  afterEach(async () => {
+    for (const x of fanouts.splice(0)) await x.stop();
+    for (const c of conns.splice(0)) c.disconnect();
+  });
+
+  async function fanout(blockMs = 200) {
+    const redis = createRedis(f.redis.url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+    redis.on('error', () => undefined);
+    await once(redis, 'ready');
+    conns.push(redis);
+    const rec = recordingLog();
+    const x = new EventFanout({ redis, log: rec.log, blockMs });
+    fanouts.push(x);
+    return { x, lines: rec.lines };
+  }
+
+  it('is idle until its first stream, running after, and refuses to start again once stopped', async () => {
+    const { x } = await fanout();
+    expect(x.status).toBe('idle');
+    const sink = new RecordingSink();
+    await x.attach(sink);
+    expect(x.status).toBe('running');
+    expect(x.liveSinks).toBe(1);
+    await x.stop();
+    expect(x.status).toBe('stopped');
+    expect(x.liveSinks).toBe(0);
+    await expect(x.attach(new RecordingSink())).rejects.toBeInstanceOf(IllegalStateError);
+  });
+
+  it('a sink that resumes from an id the reader has not reached gets only what follows that id', async () => {
+    const { x } = await fanout();
+    await x.attach(new RecordingSink()); // pins the reader at the stream's tail
+    const ahead = `${Date.now() + 60_000}-0`;
+    const sink = new RecordingSink();
+    await x.attach(sink, ahead);
+    expect(sink.began).toBe(ahead);
+    expect(x.liveSinks).toBe(2);
+    const log = new EventLog(f.conn);
+    await log.append(event('before-resume-point'));
+    const after = `${Date.now() + 60_000}-7`;
+    await f.conn.xadd(keys.events(), after, 'e', JSON.stringify(event('after-resume-point')));
+    await waitFor('sink.ids.length > 0', () => sink.ids.length > 0, { timeoutMs: 5_000 });
+    await log.append(event('later'));
+    await waitFor('sink.ids.length > 1', () => sink.ids.length > 1, { timeoutMs: 5_000 });
+    expect(sink.cards).toEqual(['after-resume-point', 'later']);
+    expect(sink.ids[0]).toBe(after);
+  });
+
+  it('forgets a sink that closed, at the next delivery', async () => {
+    const { x } = await fanout();
+    const gone = new RecordingSink();
+    const kept = new RecordingSink();
+    await x.attach(gone);
+    await x.attach(kept);
+    expect(x.liveSinks).toBe(2);
+    gone.isOpen = false;
+    await new EventLog(f.conn).append(event('one'));
+    await waitFor('kept.ids.length === 1', () => kept.ids.length === 1, { timeoutMs: 5_000 });
+    expect(gone.ids).toEqual([]);
+    expect(x.liveSinks).toBe(1);
+  });
+
+  it('logs a failed read once, keeps its streams while reads fail, and resumes after the last event it delivered', async () => {
+    const { x, lines } = await fanout(100);
+    const sink = new RecordingSink();
+    await x.attach(sink);
+    await new EventLog(f.conn).append(event('before-failure'));
+    await waitFor('the first event', () => sink.ids.length === 1, { timeoutMs: 5_000 });
+    // The stream's key turned into a string: every XREAD on it answers WRONGTYPE until it is a stream again.
+    const saved = `${keys.events()}-saved`;
+    await f.conn.rename(keys.events(), saved);
+    await f.conn.set(keys.events(), 'not a stream');
+    await waitFor('the failed read logged', () => lines.some((l) => l.msg === 'sse.fanout.read_failed'), { timeoutMs: 10_000 });
+    // Several reads fail (one each FANOUT_RETRY_DELAY_MS) before the key is mended; the warning is logged once.
+    const wrongType = async () => Number(/errorstat_WRONGTYPE:count=(\d+)/.exec(await f.conn.info('errorstats'))?.[1] ?? 0);
+    await waitFor('three failed reads', async () => (await wrongType()) >= 3, { timeoutMs: 10_000 });
+    await f.conn.del(keys.events());
+    await f.conn.rename(saved, keys.events());
+    await new EventLog(f.conn).append(event('after-failure'));
+    await waitFor('the event after the failure', () => sink.ids.length === 2, { timeoutMs: 10_000 });
+    expect(sink.cards).toEqual(['before-failure', 'after-failure']);
+    expect(lines.filter((l) => l.msg === 'sse.fanout.read_failed')).toHaveLength(1);
+    expect(lines.some((l) => l.msg === 'sse.fanout.recovered')).toBe(true);
+    expect(x.liveSinks).toBe(1);
+  });
+});
