@@ -106,4 +106,20 @@ describe('API edges', () => {
     }
     await waitFor('readyz after Redis thaws', async () => (await t.api.request('GET', '/readyz')).status === 200);
   });
+
+  it.each([
+    ['id', { id: '..' }],
+    ['id', { id: '.' }],
+    ['id', { id: '-rf' }],
+    ['pr.branch', { pr: { number: 1, branch: '--upload-pack=touch /tmp/pwn', base: 'main' } }],
+    ['pr.branch', { pr: { number: 1, branch: 'a..b', base: 'main' } }],
+    ['pr.branch', { pr: { number: 1, branch: 'has space', base: 'main' } }],
+    ['pr.base', { pr: { number: 1, branch: 'fix/x', base: 'ma\u0007in' } }],
+  ])('a card whose %s is a trap is refused with 400 naming the field, and nothing is queued', async (field, extra) => {
+    const before = (await t.api.lanes())[0]!.counts;
+    const res = await t.api.request<ErrorBody>('POST', '/v1/cards', { lane: 'edge', title: 'trap', ...extra });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues?.map((i) => i.path)).toContain(field);
+    expect((await t.api.lanes())[0]!.counts).toEqual(before);
+  });
 });

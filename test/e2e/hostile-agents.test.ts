@@ -85,6 +85,9 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
   const callbacks: string[] = [];
   const output: string[] = [];
   let healthWorstMs = 0;
+  /** Probes that got no 200 (an error, a refused connection, a timeout): a stack that crashed answers fast, and must not pass. */
+  const healthFailures: string[] = [];
+  let healthProbes = 0;
   let rssBaseKb = 0;
   let rssWorstKb = 0;
   let sampler: NodeJS.Timeout | undefined;
@@ -153,8 +156,14 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
       const started = performance.now();
       void fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) })
         .then(
-          () => undefined,
-          () => undefined,
+          (res) => {
+            healthProbes++;
+            if (res.status !== 200) healthFailures.push(`status ${res.status}`);
+          },
+          (err: unknown) => {
+            healthProbes++;
+            healthFailures.push(err instanceof Error ? err.message : String(err));
+          },
         )
         .finally(() => {
           healthWorstMs = Math.max(healthWorstMs, performance.now() - started);
@@ -257,6 +266,8 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
 
   it('through every attack: /healthz within 1 s, memory growth under 100 MB, and no secret in any card, event, callback or log line', async () => {
     console.info(`hostile agents (${mode}): /healthz worst ${healthWorstMs.toFixed(1)} ms, RSS growth ${((rssWorstKb - rssBaseKb) / 1024).toFixed(1)} MB over ${n} cards`);
+    expect(healthProbes).toBeGreaterThan(0);
+    expect(healthFailures).toEqual([]);
     expect(healthWorstMs).toBeLessThan(1_000);
     expect(rssWorstKb - rssBaseKb).toBeLessThan(100 * 1024);
     // Every card as the API returns it, every event on the stream, every callback and log line.
