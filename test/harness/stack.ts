@@ -51,7 +51,8 @@ export async function startTestStack(
     log,
     providerFor,
     isolationOf: (lane) => registry.isolation(lane),
-    providers: registry.all(config.lanes),
+    // As `lanes api` does: a process without a worker or supervisor builds no provider.
+    providers: options.parts?.worker === false && options.parts?.supervisor === false ? [] : registry.all(config.lanes),
     port: 0,
     heartbeatIntervalMs: 500,
     ...stackOptions,

@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PROJECT_DIR } from '@lanes/cli';
-import { LanesEnvSchema, parseLanesConfig } from '@lanes/contracts';
+import { LanesEnvSchema, parseLanesConfig, type LaneConfigInput } from '@lanes/contracts';
 import { freePort, spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 
 /** No cluster runs here: the manifests are checked against the repo, and their API paths against a running API. */
@@ -82,6 +82,29 @@ describe('deploy/k8s manifests', () => {
         }
       }
     }
+  });
+
+  it('runs untrusted agents off the worker pod: every lane is a Modal lane, whose agent and files are in the image, and the pod needs Modal credentials', () => {
+    // README "Threat model": a local lane in a uid-1000 pod without CAP_SYS_ADMIN is process-group mode, trusted agents only.
+    for (const lane of config.lanes) {
+      expect(lane.provider, lane.name).toBe('modal');
+      for (const f of lane.files) expect(existsSync(join(PROJECT_DIR, f.from.replace(/^\/app\//, ''))), `${lane.name}: ${f.from} in the image`).toBe(true);
+      const synced = lane.files.map((f) => f.to);
+      expect(
+        lane.agent.some((a) => synced.some((to) => a.startsWith(`${to}/`))),
+        `${lane.name}: its agent is among the files synced into the sandbox`,
+      ).toBe(true);
+    }
+    for (const name of ['lanes-worker', 'lanes-supervisor']) {
+      const env = containers(find('Deployment', name))[0]!.env ?? [];
+      for (const v of ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET']) {
+        const ref = env.find((e) => e.name === v)?.valueFrom?.secretKeyRef as { optional?: boolean } | undefined;
+        expect(ref, `${name}: ${v}`).toBeDefined();
+        expect(ref?.optional, `${name}: ${v} is required`).not.toBe(true);
+      }
+    }
+    // The Dockerfile puts the repo at /app, where the lanes' files come from.
+    expect(dockerfile).toMatch(/WORKDIR \/app/);
   });
 
   it('mounts a lanes config that validates, at the LANES_CONFIG path', () => {
@@ -244,7 +267,13 @@ describe('deploy/k8s worker probes against a running lanes worker', () => {
     const c = containers(find('Deployment', 'lanes-worker'))[0]!;
     // The manifests' own lanes config and probe paths; a free port stands in for the container's.
     const port = await freePort();
-    const lanes = JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes;
+    // The manifests' own lanes, on the local provider: the probes answer the same whatever a lane's
+    // provider is, and no Modal account is reached from here (the lane's own agent is not needed).
+    const lanes = (JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes as LaneConfigInput[]).map(({ files: _files, image: _image, ...lane }) => ({
+      ...lane,
+      provider: 'local' as const,
+      agent: ['true'],
+    }));
     worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir: join(dir, 'sandboxes'), lanes, env: { LANES_HEALTH_PORT: String(port), LANES_HEARTBEAT_INTERVAL_MS: '200' } });
     const url = (path: string) => `http://127.0.0.1:${port}${path}`;
     await waitFor('the worker readiness probe to answer 200', async () => (await fetch(url(c.readinessProbe!.httpGet!.path))).status === 200, { timeoutMs: 30_000 });

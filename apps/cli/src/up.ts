@@ -22,7 +22,10 @@ export interface UpOptions {
 export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger, print: (s: string) => void): Promise<number> {
   const settings = parseEnv(env);
   const { config, baseDir, source } = loadConfig(options.config ?? settings.LANES_CONFIG, {});
-  checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
+  // Only workers and supervisors reach a provider: an API-only process holds no Modal credentials.
+  const parts = { api: true, worker: true, supervisor: true, ...options.parts };
+  const usesProviders = parts.worker || parts.supervisor;
+  if (usesProviders) checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
   const redis = await resolveRedis(settings, redisDataDir(STATE_DIR));
   const tokens = parseTokens(settings.LANES_API_TOKENS);
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
@@ -39,7 +42,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
       log,
       providerFor: (lane) => providers.forLane(lane),
       isolationOf: (lane) => providers.isolation(lane),
-      providers: providers.all(lanes),
+      providers: usesProviders ? providers.all(lanes) : [],
       filesBaseDir: baseDir,
       port,
       host,
