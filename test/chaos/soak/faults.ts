@@ -44,7 +44,8 @@ export interface FaultDeps {
 export class FaultRunner {
   readonly injected: InjectedFault[] = [];
   readonly sandboxKills: SandboxKill[] = [];
-  readonly cancelled: Array<{ cardId: string; atMs: number; status: number }> = [];
+  /** Each cancel sent: when, the API's answer (-1: none), and when that answer came back. */
+  readonly cancelled: Array<{ cardId: string; atMs: number; status: number; answeredAtMs: number }> = [];
   /** Labels of the processes the soak itself stopped; any other exit is the product's doing. */
   readonly stopped = new Set<string>();
 
@@ -129,14 +130,14 @@ export class FaultRunner {
   }
 
   /** Cancels a card through the API and records its answer (-1: none). */
-  private async cancel(cardId: string, atMs: number): Promise<{ cardId: string; atMs: number; status: number }> {
+  private async cancel(cardId: string, atMs: number): Promise<{ cardId: string; atMs: number; status: number; answeredAtMs: number }> {
     let status: number;
     try {
       status = await this.deps.api.cancel(cardId);
     } catch {
       status = -1;
     }
-    const entry = { cardId, atMs, status };
+    const entry = { cardId, atMs, status, answeredAtMs: Date.now() };
     this.cancelled.push(entry);
     return entry;
   }

@@ -6,6 +6,8 @@ export interface LogFacts {
   /** Worker id per worker instance label (from the `worker` binding of its first line that has one). */
   workerIds: Map<string, string>;
   reaps: Array<{ atMs: number; sandboxId: string; slot?: string; owner?: string; reason?: string }>;
+  /** `sandbox.reaped` lines with no sandbox id: kept, so the verdict can count them as reaps it cannot judge. */
+  unnamedReaps: Array<{ atMs: number; slot?: string; reason?: string }>;
   forgotten: Array<{ atMs: number; worker: string }>;
   /** Sandboxes the workers declared dead. */
   deadSandboxes: Set<string>;
@@ -38,7 +40,7 @@ export function workerIdIn(logsDir: string, label: string): string | undefined {
 }
 
 export function readLogFacts(logsDir: string): LogFacts {
-  const facts: LogFacts = { workerIds: new Map(), reaps: [], forgotten: [], deadSandboxes: new Set() };
+  const facts: LogFacts = { workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set() };
   for (const file of readdirSync(logsDir)) {
     if (!file.endsWith('.log')) continue;
     const label = file.slice(0, -'.log'.length);
@@ -48,15 +50,12 @@ export function readLogFacts(logsDir: string): LogFacts {
       switch (l.event) {
         case 'sandbox.reaped': {
           const sandboxId = str(l.sandboxId);
-          if (sandboxId) {
-            facts.reaps.push({
-              atMs: time,
-              sandboxId,
-              ...(str(l.slot) ? { slot: str(l.slot)! } : {}),
-              ...(str(l.owner) ? { owner: str(l.owner)! } : {}),
-              ...(str(l.reason) ? { reason: str(l.reason)! } : {}),
-            });
-          }
+          const where = {
+            ...(str(l.slot) ? { slot: str(l.slot)! } : {}),
+            ...(str(l.reason) ? { reason: str(l.reason)! } : {}),
+          };
+          if (sandboxId) facts.reaps.push({ atMs: time, sandboxId, ...where, ...(str(l.owner) ? { owner: str(l.owner)! } : {}) });
+          else facts.unnamedReaps.push({ atMs: time, ...where });
           break;
         }
         case 'worker.forgotten':

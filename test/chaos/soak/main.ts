@@ -6,7 +6,8 @@
  * A seeded schedule kills sandboxes, workers and Redis, drains a worker, partitions one, opens a
  * window of create failures and cancels cards. The agent keeps its own ledger of every run, and at
  * the end the ledger and the soak's own record of what it did are reconciled with the board's view.
- * Exit status 1 on any lost card, concurrent run, double terminal entry or false reap.
+ * Exit status 1 when any gate of the verdict fails (see `failuresOf` in reconcile.ts: lost, concurrent,
+ * terminal twice, false reaps, and everything else the soak measures).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -164,6 +165,8 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     injected: faults.injected,
     ...(queueEnds ? { queueEnds } : {}),
     cancels: faults.cancelled,
+    // The plan has no card meant to fail: every failed card is the product's doing.
+    intendedFailures: new Set(),
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage
     // of X can be up to about X later; only then do the beats resume. So a reap up to an outage

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CardRecord } from '@lanes/contracts';
 import { resolveCounts, parseSoakArgs } from './args.js';
 import { concurrentCards, type LedgerRecord } from './ledger.js';
+import type { LogFacts } from './logs.js';
 import { reconcile, type ReconcileInput, type WorkerLife } from './reconcile.js';
 import { planSoak } from './schedule.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
@@ -9,7 +10,7 @@ import { disagrees, type QueueEnd } from './queue-view.js';
 const T = 1_800_000_000_000;
 const id = (run: string, sandbox: string) => ({ card: 'c1', run, attempt: 1, sandbox, pid: 7 });
 const start = (run: string, sandbox: string, at: number): LedgerRecord => ({ type: 'start', ...id(run, sandbox), at, workMs: 1_000 });
-const end = (run: string, sandbox: string, at: number): LedgerRecord => ({ type: 'end', ...id(run, sandbox), at, outcome: 'ok' });
+const end = (run: string, sandbox: string, at: number, outcome = 'ok'): LedgerRecord => ({ type: 'end', ...id(run, sandbox), at, outcome });
 const met = (run: string, other: string): LedgerRecord => ({ type: 'concurrent', ...id(run, 'sb-b'), at: T, phase: 'start', other: { run: other, sandbox: 'sb-a' } });
 
 describe('concurrentCards', () => {
@@ -39,18 +40,22 @@ const card = (states: CardRecord['state'][]): CardRecord => ({
   history: states.map((state) => ({ at: new Date(T).toISOString(), state, attempt: 1 })),
 });
 
+const noLogs = (): LogFacts => ({ workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set() });
+
+/** A clean run of one card: done at T, after one run that ended ok a second before. */
 function input(over: Partial<ReconcileInput>): ReconcileInput {
   return {
     cardIds: ['c1'],
     enqueued: new Set(['c1']),
     cards: new Map([['c1', card(['queued', 'running', 'done'])]]),
-    ledger: [],
-    logs: { workerIds: new Map(), reaps: [], forgotten: [], deadSandboxes: new Set() },
+    ledger: [start('a', 'sb-a', T - 2_000), end('a', 'sb-a', T - 1_000)],
+    logs: noLogs(),
     workers: [],
     sandboxKills: [],
     injected: [],
     partitionGraceMs: 4_000,
     unexpectedExits: [],
+    intendedFailures: new Set(),
     ...over,
   };
 }
@@ -73,8 +78,7 @@ describe('reconcile: cards', () => {
 
 describe('reconcile: reaps, judged by what the soak knows of the owner', () => {
   const worker: WorkerLife = { label: 'worker-0.0', workerId: 'host-42-abcd1234', startedAtMs: T, endedAtMs: T + 10_000, partitions: [[T + 2_000, T + 4_000]], killed: true };
-  const reapAt = (atMs: number) =>
-    input({ workers: [worker], logs: { workerIds: new Map(), reaps: [{ atMs, sandboxId: 'sb', slot: 'host-42-abcd1234-soak-0' }], forgotten: [], deadSandboxes: new Set() } });
+  const reapAt = (atMs: number) => input({ workers: [worker], logs: { ...noLogs(), reaps: [{ atMs, sandboxId: 'sb', slot: 'host-42-abcd1234-soak-0' }] } });
   it.each<[string, number, 'falseReaps' | 'reapsOfPartitioned' | 'reapsOfDeadOwners']>([
     ['alive, connected', T + 1_000, 'falseReaps'],
     ['inside the partition', T + 3_000, 'reapsOfPartitioned'],
@@ -145,9 +149,90 @@ describe('reconcile: cancels', () => {
         ],
       }),
     );
-    expect(r.cancels).toEqual({ accepted: 2, endedCancelled: 1 });
+    expect(r.cancels).toEqual({ accepted: 2, endedCancelled: 1, finishedFirst: 0 });
     expect(r.examples.acceptedCancelNotCancelled).toEqual(['c2: done']);
+    expect(r.failures).toContain('1 accepted cancel(s) whose card did not end cancelled');
+    expect(reconcile(input({})).cancels).toEqual({ accepted: 0, endedCancelled: 0, finishedFirst: 0 });
+  });
+});
+
+describe('the verdict', () => {
+  const ids = Array.from({ length: 60 }, (_, i) => `c${i}`);
+  const sixtyFailed = new Map(ids.map((id) => [id, { ...card(['queued', 'running', 'failed']), id }]));
+
+  it('fails the issue 26 adversarial run on each thing wrong with it, and on nothing else', () => {
+    // 60 cards, all failed, and an empty ledger; one stack process that exited by itself; the queue
+    // says every job completed; one sandbox kill nobody noticed. The old verdict passed all of it.
+    const r = reconcile(
+      input({
+        cardIds: ids,
+        enqueued: new Set(ids),
+        cards: sixtyFailed,
+        ledger: [],
+        unexpectedExits: ['supervisor'],
+        queueEnds: new Map(ids.map((id) => [id, 'completed' as const])),
+        sandboxKills: [{ atMs: T, sandboxId: 'sb-x', cardId: 'c0', pid: 9 }],
+      }),
+    );
+    expect(r.failures).toEqual([
+      '60 failed card(s) the schedule did not intend',
+      '1 stack process(es) exited by themselves (supervisor)',
+      '1 injected sandbox kill(s) never detected',
+      '60 card(s) whose board state and queue disagree',
+    ]);
+  });
+
+  it('passes a clean run', () => {
+    const r = reconcile(input({ queueEnds: new Map([['c1', 'completed']]) }));
     expect(r.failures).toEqual([]);
-    expect(reconcile(input({})).cancels).toEqual({ accepted: 0, endedCancelled: 0 });
+  });
+
+  const worker: WorkerLife = { label: 'worker-0.0', workerId: 'host-42-abcd1234', startedAtMs: T - 10_000, partitions: [], killed: false };
+  const killed: WorkerLife = { ...worker, endedAtMs: T - 5_000, killed: true };
+  const reap = { atMs: T - 1_500, sandboxId: 'sb-a', slot: 'host-42-abcd1234-soak-0' };
+  const kill = { atMs: T - 1_500, sandboxId: 'sb-a', cardId: 'c1', pid: 9 };
+  // Each gate on its own: the clean run with one thing changed fails with that gate's message only
+  // (or passes, where the change is one the gate must allow).
+  it.each<[string, Partial<ReconcileInput>, string[]]>([
+    ['a card not terminal', { cards: new Map([['c1', card(['queued', 'running'])]]) }, ['1 lost card(s)']],
+    [
+      'two finished runs that overlap',
+      { ledger: [start('a', 'sb-a', T - 3_000), start('b', 'sb-b', T - 2_000), end('a', 'sb-a', T - 1_999), end('b', 'sb-b', T - 1_000)] },
+      ['1 card(s) ran concurrently'],
+    ],
+    ['done twice', { cards: new Map([['c1', card(['queued', 'running', 'done', 'done'])]]) }, ['1 card(s) terminal twice in history']],
+    ['a reap of a live, connected owner', { workers: [worker], logs: { ...noLogs(), reaps: [reap] } }, ['1 false reap(s)']],
+    ['a failed card', { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]) }, ['1 failed card(s) the schedule did not intend']],
+    ['a failed card the schedule meant to fail', { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]), intendedFailures: new Set(['c1']) }, []],
+    ['done, with an empty ledger', { ledger: [] }, ['1 done card(s) with no finished run in the ledger']],
+    [
+      'done, its only run interrupted',
+      { ledger: [start('a', 'sb-a', T - 2_000), end('a', 'sb-a', T - 1_000, 'interrupted')] },
+      ['1 done card(s) with no finished run in the ledger'],
+    ],
+    ['a run started 1 ms after done', { ledger: [...input({}).ledger, start('z', 'sb-z', T + 1)] }, ['1 run(s) started after their card was terminal']],
+    ['a run started as the card went done', { ledger: [...input({}).ledger, start('z', 'sb-z', T)] }, []],
+    ['a stack process that exited by itself', { unexpectedExits: ['api'] }, ['1 stack process(es) exited by themselves (api)']],
+    ['a sandbox kill nobody noticed', { sandboxKills: [kill] }, ['1 injected sandbox kill(s) never detected']],
+    ['a sandbox kill a worker declared dead', { sandboxKills: [kill], logs: { ...noLogs(), deadSandboxes: new Set(['sb-a']) } }, []],
+    ['a worker kill nobody noticed', { workers: [killed] }, ['1 injected worker kill(s) never detected']],
+    ['a worker kill the supervisor forgot the worker for', { workers: [killed], logs: { ...noLogs(), forgotten: [{ atMs: T - 4_000, worker: killed.workerId! }] } }, []],
+    [
+      'an accepted cancel, and the card done by a run that ended after the answer',
+      { cancels: [{ cardId: 'c1', status: 202, answeredAtMs: T - 1_001 }] },
+      ['1 accepted cancel(s) whose card did not end cancelled'],
+    ],
+    ['an accepted cancel answered once the run had ended ok', { cancels: [{ cardId: 'c1', status: 202, answeredAtMs: T - 1_000 }] }, []],
+    [
+      'an accepted cancel, the card failed',
+      { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]), intendedFailures: new Set(['c1']), cancels: [{ cardId: 'c1', status: 202, answeredAtMs: T }] },
+      ['1 accepted cancel(s) whose card did not end cancelled'],
+    ],
+    ['a cancel answered 409', { cancels: [{ cardId: 'c1', status: 409, answeredAtMs: T - 1_001 }] }, []],
+    ['board done, queue failed', { queueEnds: new Map([['c1', 'failed']]) }, ['1 card(s) whose board state and queue disagree']],
+    ['a reap whose owner the soak cannot name', { logs: { ...noLogs(), reaps: [{ ...reap, slot: 'elsewhere-soak-0' }] } }, ['1 reap(s) the soak could not judge']],
+    ['a reap that names no sandbox', { logs: { ...noLogs(), unnamedReaps: [{ atMs: T - 1_500, reason: 'orphan' }] } }, ['1 reap(s) the soak could not judge']],
+  ])('%s', (_, over, failures) => {
+    expect(reconcile(input(over)).failures).toEqual(failures);
   });
 });

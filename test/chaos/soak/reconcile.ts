@@ -35,14 +35,21 @@ export interface ReconcileInput {
   unexpectedExits: readonly string[];
   /** Where BullMQ says each card's job ended; undefined when Redis could not be read. */
   queueEnds?: ReadonlyMap<string, QueueEnd>;
-  /** The soak's cancels and the API's answer to each (-1: no answer). */
-  cancels?: ReadonlyArray<{ cardId: string; status: number }>;
+  /** The soak's cancels, the API's answer to each (-1: no answer), and when the answer came back. */
+  cancels?: ReadonlyArray<{ cardId: string; status: number; answeredAtMs?: number }>;
+  /**
+   * Cards the schedule means to fail. The soak plans none today (its agent exits 0 unless it is
+   * killed, and a lane's infra retries outlast the kills), so every failed card fails the run.
+   */
+  intendedFailures: ReadonlySet<string>;
 }
 
 export interface SoakResult {
   enqueued: number;
   done: number;
   failed: number;
+  /** Failed cards the schedule did not mean to fail. */
+  unintendedFailed: number;
   cancelled: number;
   lost: number;
   ranConcurrently: number;
@@ -53,13 +60,20 @@ export interface SoakResult {
   reapsOfPartitioned: number;
   reapsOfDeadOwners: number;
   reapsOwnerUnknown: number;
+  /** `sandbox.reaped` lines that name no sandbox: neither the reap nor the kill it may explain can be judged. */
+  reapsWithoutSandboxId: number;
   sandboxKills: { injected: number; detected: number };
   workerKills: { injected: number; detected: number };
   recoveryMs: { samples: number; p50?: number; p95?: number };
-  /** Cancels the API answered 202, and how many of those cards ended cancelled (a run may finish first). */
-  cancels: { accepted: number; endedCancelled: number };
+  /**
+   * Cancels the API answered 202; how many of those cards ended cancelled; and how many ended done
+   * because their run had already finished (the ledger has its `ok` end by the time the API answered).
+   */
+  cancels: { accepted: number; endedCancelled: number; finishedFirst: number };
   /** Board says done, the ledger has no run of the card that finished. */
   doneWithoutFinishedRun: number;
+  /** Runs (ledger starts) that began after their card's first terminal history entry. */
+  ranAfterTerminal: number;
   unexpectedExits: string[];
   /** Cards whose board state and BullMQ job disagree (e.g. done on the board, failed in the queue). */
   boardQueueDisagree: number;
@@ -73,18 +87,80 @@ export interface SoakResult {
     leftTerminal: string[];
     boardQueueDisagree: string[];
     acceptedCancelNotCancelled: string[];
+    unintendedFailed: string[];
+    doneWithoutFinishedRun: string[];
+    ranAfterTerminal: string[];
+    unjudgeableReaps: string[];
   };
   failures: string[];
 }
 
-/** Exit status rule: any of these is a failure of the product, not of the run. */
-export function failuresOf(r: Pick<SoakResult, 'lost' | 'ranConcurrently' | 'terminalTwice' | 'falseReaps'>): string[] {
-  const out: string[] = [];
-  if (r.lost) out.push(`${r.lost} lost card(s)`);
-  if (r.ranConcurrently) out.push(`${r.ranConcurrently} card(s) ran concurrently`);
-  if (r.terminalTwice) out.push(`${r.terminalTwice} card(s) terminal twice in history`);
-  if (r.falseReaps) out.push(`${r.falseReaps} false reap(s)`);
-  return out;
+/** The figures the verdict reads. */
+export type GatedFigures = Pick<
+  SoakResult,
+  | 'lost'
+  | 'ranConcurrently'
+  | 'terminalTwice'
+  | 'falseReaps'
+  | 'unintendedFailed'
+  | 'doneWithoutFinishedRun'
+  | 'ranAfterTerminal'
+  | 'unexpectedExits'
+  | 'sandboxKills'
+  | 'workerKills'
+  | 'cancels'
+  | 'boardQueueDisagree'
+  | 'reapsOwnerUnknown'
+  | 'reapsWithoutSandboxId'
+>;
+
+/**
+ * Every gate of the verdict: a count that fails the run when it is above zero, and what the failure
+ * says. Each is something the soak measures; none is informational only.
+ */
+const GATES = {
+  lost: { count: (r) => r.lost, says: (n) => `${n} lost card(s)` },
+  ranConcurrently: { count: (r) => r.ranConcurrently, says: (n) => `${n} card(s) ran concurrently` },
+  terminalTwice: { count: (r) => r.terminalTwice, says: (n) => `${n} card(s) terminal twice in history` },
+  falseReaps: { count: (r) => r.falseReaps, says: (n) => `${n} false reap(s)` },
+  unintendedFailed: { count: (r) => r.unintendedFailed, says: (n) => `${n} failed card(s) the schedule did not intend` },
+  doneWithoutFinishedRun: { count: (r) => r.doneWithoutFinishedRun, says: (n) => `${n} done card(s) with no finished run in the ledger` },
+  ranAfterTerminal: { count: (r) => r.ranAfterTerminal, says: (n) => `${n} run(s) started after their card was terminal` },
+  unexpectedExits: {
+    count: (r) => r.unexpectedExits.length,
+    says: (n, r) => `${n} stack process(es) exited by themselves (${r.unexpectedExits.join(', ')})`,
+  },
+  sandboxKillsUndetected: {
+    count: (r) => r.sandboxKills.injected - r.sandboxKills.detected,
+    says: (n) => `${n} injected sandbox kill(s) never detected`,
+  },
+  workerKillsUndetected: {
+    count: (r) => r.workerKills.injected - r.workerKills.detected,
+    says: (n) => `${n} injected worker kill(s) never detected`,
+  },
+  cancelsNotHonoured: {
+    count: (r) => r.cancels.accepted - r.cancels.endedCancelled - r.cancels.finishedFirst,
+    says: (n) => `${n} accepted cancel(s) whose card did not end cancelled`,
+  },
+  boardQueueDisagree: { count: (r) => r.boardQueueDisagree, says: (n) => `${n} card(s) whose board state and queue disagree` },
+  reapsUnjudgeable: {
+    count: (r) => r.reapsOwnerUnknown + r.reapsWithoutSandboxId,
+    says: (n) => `${n} reap(s) the soak could not judge`,
+  },
+} satisfies Record<string, { count: (r: GatedFigures) => number; says: (n: number, r: GatedFigures) => string }>;
+export type GateName = keyof typeof GATES;
+
+/** How far each gate is from passing (0: it holds). */
+export function gateCounts(r: GatedFigures): Record<GateName, number> {
+  return Object.fromEntries(Object.entries(GATES).map(([name, g]) => [name, g.count(r)])) as Record<GateName, number>;
+}
+
+/** Exit status rule: any gate above zero is a failure of the product, not of the run. */
+export function failuresOf(r: GatedFigures): string[] {
+  return Object.values(GATES)
+    .map((g) => ({ n: g.count(r), g }))
+    .filter(({ n }) => n > 0)
+    .map(({ n, g }) => g.says(n, r));
 }
 
 export function percentile(sorted: readonly number[], p: number): number | undefined {
@@ -122,11 +198,11 @@ export function reconcile(input: ReconcileInput): SoakResult {
   const falseReaps: string[] = [];
   let partitioned = 0;
   let dead = 0;
-  let unknown = 0;
+  const unknownReaps: LogFacts['reaps'] = [];
   for (const reap of input.logs.reaps) {
     const owner = ownerOf(reap, input.workers);
     if (!owner) {
-      unknown += 1;
+      unknownReaps.push(reap);
       continue;
     }
     const alive = owner.startedAtMs <= reap.atMs && (owner.endedAtMs === undefined || reap.atMs < owner.endedAtMs);
@@ -159,11 +235,30 @@ export function reconcile(input: ReconcileInput): SoakResult {
   }
   recovery.sort((a, b) => a - b);
 
-  const disagreeing = input.queueEnds ? input.cardIds.filter((id) => disagrees(input.cards.get(id)?.state, input.queueEnds!.get(id))) : [];
   const runs = runsOf(input.ledger);
-  const doneWithoutRun = [...input.cards.entries()].filter(([id, c]) => c?.state === 'done' && !(runs.get(id) ?? []).some((r) => r.outcome === 'ok')).length;
-  const acceptedCancels = [...new Set((input.cancels ?? []).filter((c) => c.status === 202).map((c) => c.cardId))];
+  const ranAfterTerminal: string[] = [];
+  for (const [id, c] of input.cards) {
+    const terminal = c?.history.find((h) => isTerminalCardState(h.state));
+    if (!terminal) continue;
+    const terminalAtMs = Date.parse(terminal.at);
+    for (const run of runs.get(id) ?? []) {
+      if (run.startMs > terminalAtMs) ranAfterTerminal.push(`${id}: run ${run.run} in ${run.sandbox} started ${run.startMs - terminalAtMs} ms after ${terminal.state}`);
+    }
+  }
+  const failedIds = input.cardIds.filter((id) => input.cards.get(id)?.state === 'failed' && !input.intendedFailures.has(id));
+
+  const disagreeing = input.queueEnds ? input.cardIds.filter((id) => disagrees(input.cards.get(id)?.state, input.queueEnds!.get(id))) : [];
+  const doneWithoutRun = [...input.cards.entries()].filter(([id, c]) => c?.state === 'done' && !(runs.get(id) ?? []).some((r) => r.outcome === 'ok')).map(([id]) => id);
+  // A cancel races the run it cancels: a run that had already finished (its `ok` end is in the
+  // ledger by the time the API answered) may commit done, and that is not a cancel ignored.
+  const accepted = (input.cancels ?? []).filter((c) => c.status === 202);
+  const acceptedCancels = [...new Set(accepted.map((c) => c.cardId))];
   const cancelNotCancelled = acceptedCancels.filter((id) => input.cards.get(id)?.state !== 'cancelled');
+  const finishedFirst = cancelNotCancelled.filter((id) => {
+    const answered = Math.min(...accepted.filter((c) => c.cardId === id).map((c) => c.answeredAtMs ?? Number.NEGATIVE_INFINITY));
+    return input.cards.get(id)?.state === 'done' && (runs.get(id) ?? []).some((r) => r.outcome === 'ok' && r.endMs !== undefined && r.endMs <= answered);
+  });
+  const cancelIgnored = cancelNotCancelled.filter((id) => !finishedFirst.includes(id));
   const faults: Record<string, number> = {};
   for (const f of input.injected) if (!f.skipped) faults[f.kind] = (faults[f.kind] ?? 0) + 1;
 
@@ -171,6 +266,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     enqueued: input.enqueued.size,
     done: count('done'),
     failed: count('failed'),
+    unintendedFailed: failedIds.length,
     cancelled: count('cancelled'),
     lost: lostIds.length,
     ranConcurrently: concurrent.size,
@@ -179,12 +275,14 @@ export function reconcile(input: ReconcileInput): SoakResult {
     falseReaps: falseReaps.length,
     reapsOfPartitioned: partitioned,
     reapsOfDeadOwners: dead,
-    reapsOwnerUnknown: unknown,
+    reapsOwnerUnknown: unknownReaps.length,
+    reapsWithoutSandboxId: input.logs.unnamedReaps.length,
     sandboxKills: { injected: input.sandboxKills.length, detected: sandboxDetected },
     workerKills: { injected: killedWorkers.length, detected: workerDetected },
     recoveryMs: { samples: recovery.length, ...(recovery.length ? { p50: percentile(recovery, 50)!, p95: percentile(recovery, 95)! } : {}) },
-    cancels: { accepted: acceptedCancels.length, endedCancelled: acceptedCancels.length - cancelNotCancelled.length },
-    doneWithoutFinishedRun: doneWithoutRun,
+    cancels: { accepted: acceptedCancels.length, endedCancelled: acceptedCancels.length - cancelNotCancelled.length, finishedFirst: finishedFirst.length },
+    doneWithoutFinishedRun: doneWithoutRun.length,
+    ranAfterTerminal: ranAfterTerminal.length,
     unexpectedExits: [...input.unexpectedExits],
     boardQueueDisagree: disagreeing.length,
     runs: [...runs.values()].reduce((n, r) => n + r.length, 0),
@@ -196,7 +294,14 @@ export function reconcile(input: ReconcileInput): SoakResult {
       falseReaps: falseReaps.slice(0, EXAMPLES),
       leftTerminal: leftTerminal.slice(0, EXAMPLES),
       boardQueueDisagree: disagreeing.slice(0, EXAMPLES).map((id) => `${id}: board ${input.cards.get(id)?.state ?? '?'}, queue ${input.queueEnds?.get(id) ?? '?'}`),
-      acceptedCancelNotCancelled: cancelNotCancelled.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
+      acceptedCancelNotCancelled: cancelIgnored.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
+      unintendedFailed: failedIds.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.history.at(-1)?.message ?? 'no message'}`),
+      doneWithoutFinishedRun: doneWithoutRun.slice(0, EXAMPLES),
+      ranAfterTerminal: ranAfterTerminal.slice(0, EXAMPLES),
+      unjudgeableReaps: [
+        ...unknownReaps.map((r) => `${r.sandboxId}: owner unknown (slot ${r.slot ?? '?'}, owner ${r.owner ?? '?'})`),
+        ...input.logs.unnamedReaps.map((r) => `no sandbox id at ${new Date(r.atMs).toISOString()} (slot ${r.slot ?? '?'}, ${r.reason ?? 'no reason'})`),
+      ].slice(0, EXAMPLES),
     },
     failures: [],
   };

@@ -1,4 +1,4 @@
-import type { SoakResult } from './reconcile.js';
+import { gateCounts, type SoakResult } from './reconcile.js';
 
 export interface RunInfo {
   runId: string;
@@ -18,28 +18,35 @@ const ms = (v: number | undefined) => (v === undefined ? '–' : `${(v / 1000).t
 
 /** The soak's table: one row per figure, the last column says whether it fails the run. */
 export function markdownReport(info: RunInfo, r: SoakResult): string {
+  const g = gateCounts(r);
   const gate = (n: number) => (n > 0 ? '**FAIL**' : 'ok');
   const rows: Array<[string, string, string]> = [
     ['enqueued', String(r.enqueued), ''],
     ['done', String(r.done), ''],
     ['failed', String(r.failed), ''],
+    ['failed, not intended by the schedule', String(r.unintendedFailed), gate(g.unintendedFailed)],
     ['cancelled', String(r.cancelled), ''],
-    ['lost (not terminal at the end)', String(r.lost), gate(r.lost)],
-    ['ran concurrently', String(r.ranConcurrently), gate(r.ranConcurrently)],
-    ['terminal twice in history', String(r.terminalTwice), gate(r.terminalTwice)],
+    ['lost (not terminal at the end)', String(r.lost), gate(g.lost)],
+    ['ran concurrently', String(r.ranConcurrently), gate(g.ranConcurrently)],
+    ['terminal twice in history', String(r.terminalTwice), gate(g.terminalTwice)],
     ['left a terminal state', String(r.leftTerminal), ''],
-    ['false reaps (owner alive, not partitioned)', String(r.falseReaps), gate(r.falseReaps)],
+    ['runs started after their card was terminal', String(r.ranAfterTerminal), gate(g.ranAfterTerminal)],
+    ['false reaps (owner alive, not partitioned)', String(r.falseReaps), gate(g.falseReaps)],
     ['reaps of a partitioned worker', String(r.reapsOfPartitioned), ''],
     ['reaps of dead owners', String(r.reapsOfDeadOwners), ''],
-    ['reaps the soak could not judge (owner unknown)', String(r.reapsOwnerUnknown), ''],
-    ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, ''],
-    ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, ''],
+    ['reaps the soak could not judge (owner unknown / no sandbox id)', `${r.reapsOwnerUnknown} / ${r.reapsWithoutSandboxId}`, gate(g.reapsUnjudgeable)],
+    ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, gate(g.sandboxKillsUndetected)],
+    ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, gate(g.workerKillsUndetected)],
     ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
-    ['cancels accepted (202) / of those, ended cancelled', `${r.cancels.accepted} / ${r.cancels.endedCancelled}`, ''],
+    [
+      'cancels accepted (202) / ended cancelled / done, its run finished first',
+      `${r.cancels.accepted} / ${r.cancels.endedCancelled} / ${r.cancels.finishedFirst}`,
+      gate(g.cancelsNotHonoured),
+    ],
     ['agent runs (ledger)', String(r.runs), ''],
-    ['done without a finished run in the ledger', String(r.doneWithoutFinishedRun), ''],
-    ['board and queue disagree', String(r.boardQueueDisagree), ''],
-    ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', ''],
+    ['done without a finished run in the ledger', String(r.doneWithoutFinishedRun), gate(g.doneWithoutFinishedRun)],
+    ['board and queue disagree', String(r.boardQueueDisagree), gate(g.boardQueueDisagree)],
+    ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', gate(g.unexpectedExits)],
   ];
   const faults = Object.entries(r.faults)
     .map(([k, n]) => `${k} ×${n}`)

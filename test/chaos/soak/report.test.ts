@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { failuresOf, gateCounts, type GateName, type SoakResult } from './reconcile.js';
+import { markdownReport, type RunInfo } from './report.js';
+
+const info: RunInfo = { runId: 'r1', mode: 'plain', seed: 1, cards: 1, minutes: 1, workers: 2, slots: 1, lockMs: 4_000, heartbeatMs: 500, outageMs: 6_000, elapsedMs: 1 };
+const clean: SoakResult = {
+  enqueued: 1,
+  done: 1,
+  failed: 0,
+  unintendedFailed: 0,
+  cancelled: 0,
+  lost: 0,
+  ranConcurrently: 0,
+  terminalTwice: 0,
+  leftTerminal: 0,
+  falseReaps: 0,
+  reapsOfPartitioned: 0,
+  reapsOfDeadOwners: 0,
+  reapsOwnerUnknown: 0,
+  reapsWithoutSandboxId: 0,
+  sandboxKills: { injected: 1, detected: 1 },
+  workerKills: { injected: 1, detected: 1 },
+  recoveryMs: { samples: 0 },
+  cancels: { accepted: 1, endedCancelled: 0, finishedFirst: 1 },
+  doneWithoutFinishedRun: 0,
+  ranAfterTerminal: 0,
+  unexpectedExits: [],
+  boardQueueDisagree: 0,
+  runs: 1,
+  faults: {},
+  examples: {
+    lost: [],
+    concurrent: [],
+    terminalTwice: [],
+    falseReaps: [],
+    leftTerminal: [],
+    boardQueueDisagree: [],
+    acceptedCancelNotCancelled: [],
+    unintendedFailed: [],
+    doneWithoutFinishedRun: [],
+    ranAfterTerminal: [],
+    unjudgeableReaps: [],
+  },
+  failures: [],
+};
+
+const failRows = (report: string) => report.split('\n').filter((l) => l.startsWith('| ') && l.endsWith('| **FAIL** |'));
+
+describe('markdownReport', () => {
+  it('marks every gate ok on a clean run, and says PASS', () => {
+    const report = markdownReport(info, clean);
+    expect(failRows(report)).toEqual([]);
+    expect(report.split('\n').filter((l) => l.endsWith('| ok |'))).toHaveLength(Object.keys(gateCounts(clean)).length);
+    expect(report).toMatch(/RESULT: PASS$/);
+  });
+
+  // Each gate failing on its own shows as exactly one FAIL row of the table.
+  it.each<[GateName, Partial<SoakResult>, string]>([
+    ['lost', { lost: 1 }, 'lost (not terminal at the end)'],
+    ['ranConcurrently', { ranConcurrently: 1 }, 'ran concurrently'],
+    ['terminalTwice', { terminalTwice: 1 }, 'terminal twice in history'],
+    ['falseReaps', { falseReaps: 1 }, 'false reaps (owner alive, not partitioned)'],
+    ['unintendedFailed', { failed: 1, unintendedFailed: 1 }, 'failed, not intended by the schedule'],
+    ['doneWithoutFinishedRun', { doneWithoutFinishedRun: 1 }, 'done without a finished run in the ledger'],
+    ['ranAfterTerminal', { ranAfterTerminal: 1 }, 'runs started after their card was terminal'],
+    ['unexpectedExits', { unexpectedExits: ['api'] }, 'stack processes that exited by themselves'],
+    ['sandboxKillsUndetected', { sandboxKills: { injected: 2, detected: 1 } }, 'sandbox kills injected / detected'],
+    ['workerKillsUndetected', { workerKills: { injected: 2, detected: 1 } }, 'worker kills injected / detected'],
+    ['cancelsNotHonoured', { cancels: { accepted: 2, endedCancelled: 0, finishedFirst: 1 } }, 'cancels accepted (202) / ended cancelled / done, its run finished first'],
+    ['boardQueueDisagree', { boardQueueDisagree: 1 }, 'board and queue disagree'],
+    ['reapsUnjudgeable', { reapsWithoutSandboxId: 1 }, 'reaps the soak could not judge (owner unknown / no sandbox id)'],
+  ])('%s', (name, over, figure) => {
+    const r = { ...clean, ...over };
+    r.failures = failuresOf(r);
+    expect(Object.entries(gateCounts(r)).filter(([, n]) => n > 0)).toEqual([[name, 1]]);
+    const report = markdownReport(info, r);
+    expect(failRows(report).map((l) => l.split(' | ')[0]!.slice(2))).toEqual([figure]);
+    expect(report).toContain(`RESULT: FAIL (${r.failures[0]})`);
+  });
+});
