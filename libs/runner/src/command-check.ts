@@ -10,6 +10,7 @@ import {
   type CanaryReading,
   type CommandOutcome,
   type ProbeFinding,
+  type ProbePlan,
   type ProviderErrorKind,
 } from '@lanes/supervision';
 
@@ -66,15 +67,33 @@ export async function probe(handle: SandboxHandle, deps: CheckDeps): Promise<Pro
 
 /** probe(), keeping the canary's reading when one ran (the poll said live). */
 async function probeReading(handle: SandboxHandle, deps: CheckDeps): Promise<{ finding: ProbeFinding; canary?: CanaryReading }> {
-  let poll;
-  try {
-    poll = await handle.poll();
-  } catch (err) {
-    return { finding: { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) } };
-  }
-  if (poll.state !== 'live') return { finding: { kind: 'polled', poll } };
+  const polled = await pollOnce(handle);
+  if (polled.kind !== 'polled' || polled.poll.state !== 'live') return { finding: polled };
   const canary = await runCanary(handle, deps);
   return { finding: canary.finding, canary };
+}
+
+/** One poll() as a finding: what it said, or the class of error it threw (which the breaker reads). */
+async function pollOnce(handle: SandboxHandle): Promise<ProbeFinding> {
+  try {
+    return { kind: 'polled', poll: await handle.poll() };
+  } catch (err) {
+    return { kind: 'probe-failed', error: errorKind(err), message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** What the plan calls for: a full probe, one poll, or nothing (the finding is then the plan's, or none). */
+async function carryOut(handle: SandboxHandle, plan: ProbePlan, deps: CheckDeps): Promise<{ finding: ProbeFinding; canary?: CanaryReading }> {
+  switch (plan.action) {
+    case 'probe':
+      return probeReading(handle, deps);
+    case 'poll':
+      return { finding: await pollOnce(handle) };
+    case 'seen':
+      return { finding: plan.finding };
+    case 'skip':
+      return { finding: { kind: 'not-probed' } };
+  }
 }
 
 /**
@@ -104,9 +123,8 @@ export function checkedExec(handle: SandboxHandle, argv: readonly string[], opti
 export async function checkedCall(handle: SandboxHandle, call: () => Promise<ExecResult>, deps: CheckDeps): Promise<CheckedCommand> {
   const { outcome, result } = await callOutcome(call);
   const plan = planProbe(suspectOf(outcome), { canaryTimeoutMs: deps.canaryTimeoutMs }, outcome);
-  const probed = plan.action === 'probe' ? await probeReading(handle, deps) : undefined;
-  const finding: ProbeFinding = probed ? probed.finding : plan.action === 'seen' ? plan.finding : { kind: 'not-probed' };
-  const c = classify(outcome, finding);
-  const canary = probed?.canary ? { canary: probed.canary } : {};
+  const probed = await carryOut(handle, plan, deps);
+  const c = classify(outcome, probed.finding);
+  const canary = probed.canary ? { canary: probed.canary } : {};
   return { outcome, result, verdict: c.verdict, transportFailed: c.transportFailed, observedExitCode: c.observedExitCode, reason: c.reason, ...canary };
 }

@@ -1,7 +1,7 @@
 import type { ObservedExitCode, Verdict } from '@lanes/contracts';
 import type { CommandOutcome } from './command-outcome.js';
 import type { ProbeFinding } from './probe.js';
-import { suspectOf } from './suspect.js';
+import { suspectOf, type SuspectReason } from './suspect.js';
 
 export interface Classification {
   verdict: Verdict;
@@ -37,7 +37,10 @@ export interface Classification {
  *   polled live, canary answered → command-failed,  observed = command's exit code, or "unknown" if exec threw;
  *                                  when exec threw provider-unavailable, `transportFailed`: no attempt spent
  *   polled live, canary silent   → sandbox-dead (wedged), "unknown"
- *   polled live, no canary run   → command-failed,  "unknown" (inconclusive: unknown never destroys)
+ *   polled live, no canary run   → command-failed,  "unknown" (inconclusive: unknown never destroys),
+ *                                  except for a `death-exit`, which is polled without a canary: live
+ *                                  means the result stands as reported → command-failed, observed =
+ *                                  the command's exit code
  *   probe-failed sandbox-gone    → sandbox-dead,    "unknown" (the provider's explicit finding)
  *   probe-failed provider-unavailable → provider-outage, "unknown", countsTowardBreaker
  *                                  (the ONLY path to provider-outage), except after an exec
@@ -75,7 +78,7 @@ export function classify(outcome: CommandOutcome, finding: ProbeFinding): Classi
       }
       return fromProbeFailure(finding, result);
     case 'polled':
-      return fromPoll(outcome, finding, result);
+      return fromPoll(outcome, suspicion.reason, finding, result);
   }
 }
 
@@ -92,7 +95,7 @@ function fromProbeFailure(finding: Extract<ProbeFinding, { kind: 'probe-failed' 
   }
 }
 
-function fromPoll(outcome: CommandOutcome, finding: Extract<ProbeFinding, { kind: 'polled' }>, result: Make): Classification {
+function fromPoll(outcome: CommandOutcome, suspected: SuspectReason, finding: Extract<ProbeFinding, { kind: 'polled' }>, result: Make): Classification {
   switch (finding.poll.state) {
     case 'exited':
       return result('sandbox-dead', finding.poll.exitCode, `poll: sandbox exited(${finding.poll.exitCode})`);
@@ -108,6 +111,9 @@ function fromPoll(outcome: CommandOutcome, finding: Extract<ProbeFinding, { kind
         }
         const own = outcome.kind === 'exited' ? outcome.exitCode : 'unknown';
         return result('command-failed', own, 'poll: live and the canary answered: the command itself failed');
+      }
+      if (suspected === 'death-exit' && outcome.kind === 'exited') {
+        return result('command-failed', outcome.exitCode, 'poll: live: the sandbox did not die, the result stands as reported');
       }
       return result('command-failed', 'unknown', 'poll: live, canary not run: inconclusive, unknown never destroys');
   }

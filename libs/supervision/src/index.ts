@@ -1,5 +1,5 @@
 export type { CommandOutcome, ProviderErrorKind } from './command-outcome.js';
-export { SUSPECT_EXIT_CODES, suspectOf, type Suspicion, type SuspectReason } from './suspect.js';
+export { SUSPECT_EXIT_CODES, LIFETIME_EXIT_CODE, SIGNAL_EXIT_BASE, isDeathExitCode, suspectOf, type Suspicion, type SuspectReason } from './suspect.js';
 export {
   DEFAULT_PROBE_CONFIG,
   planProbe,

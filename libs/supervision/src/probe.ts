@@ -20,8 +20,15 @@ export interface ProbeConfig {
 
 export const DEFAULT_PROBE_CONFIG: ProbeConfig = { canaryTimeoutMs: defaults.DEFAULT_CANARY_TIMEOUT_MS };
 
+/**
+ * - `probe`: poll(), then a canary if live;
+ * - `poll`: poll() once and no canary: a live sandbox lets the result stand as reported;
+ * - `seen`: the exec already made the finding, so nothing is called;
+ * - `skip`: not suspect, nothing is called.
+ */
 export type ProbePlan =
   | { action: 'probe'; canaryTimeoutMs: number; reason: string }
+  | { action: 'poll'; reason: string }
   | { action: 'seen'; finding: ProbeFinding; reason: string }
   | { action: 'skip'; reason: string };
 
@@ -29,12 +36,17 @@ export type ProbePlan =
  * Probe only suspects: poll(), then (if live) a canary with `canaryTimeoutMs`. A suspect whose exec
  * already reported the sandbox gone with the exit code it saw (failure 3: keep what was seen) is
  * not polled again: that observation is the finding, so recovery makes no extra network call.
+ * A `death-exit` (an exit status a death may be reported as) gets the poll alone: the command ran
+ * and reported, so a live sandbox needs no canary to show it can run one.
  */
 export function planProbe(suspicion: Suspicion, config: ProbeConfig = DEFAULT_PROBE_CONFIG, outcome?: CommandOutcome): ProbePlan {
   if (!suspicion.suspect) return { action: 'skip', reason: `not suspect: ${suspicion.reason}` };
   if (outcome?.kind === 'threw' && outcome.error === 'sandbox-gone' && outcome.observedExitCode !== undefined) {
     const exitCode = outcome.observedExitCode;
     return { action: 'seen', finding: { kind: 'polled', poll: { state: 'exited', exitCode } }, reason: `exec saw the sandbox exited(${exitCode}): no second poll` };
+  }
+  if (suspicion.reason === 'death-exit') {
+    return { action: 'poll', reason: 'suspect (death-exit): one poll before the verdict; live lets the result stand' };
   }
   return { action: 'probe', canaryTimeoutMs: config.canaryTimeoutMs, reason: `suspect (${suspicion.reason}): poll, then canary if live` };
 }

@@ -27,6 +27,9 @@ const probeFailed = (error: 'sandbox-gone' | 'provider-unavailable' | 'other'): 
 
 const bare1 = exited(1);
 const hang = exited(137, { timedOut: true });
+/** A command that printed, then its sandbox died under it: the provider reports the death as its status. */
+const killedWithOutput = exited(137, { stdout: 'hi\n' });
+const lifetimeWithOutput = exited(124, { stdout: 'working\n' });
 
 describe('classify (rule 2)', () => {
   it.each<[string, CommandOutcome, ProbeFinding, Verdict, ObservedExitCode]>([
@@ -38,6 +41,24 @@ describe('classify (rule 2)', () => {
     ['exit 1 with stderr', exited(1, { stderr: 'test failed' }), notProbed, 'command-failed', 1],
     ['exit 75 (needs-human code) is the caller’s to read', exited(75), notProbed, 'command-failed', 75],
     ['user cancel, bare 137', exited(137, { cancelled: true }), notProbed, 'command-failed', 137],
+    ['user cancel, 137 with output', exited(137, { cancelled: true, stdout: 'partial' }), notProbed, 'command-failed', 137],
+    ['exit 127 with output ignores a finding', exited(127, { stderr: 'not found' }), polledExited(137), 'command-failed', 127],
+
+    // death-exit (124, −1, ≥ 128, output or not): one poll decides; live lets the result stand
+    ['137 with output, poll exited(137): dead', killedWithOutput, polledExited(137), 'sandbox-dead', 137],
+    ['137 with output, poll exited(0): 0 stays 0', killedWithOutput, polledExited(0), 'sandbox-dead', 0],
+    ['124 with output, poll exited(124): the lifetime ran out', lifetimeWithOutput, polledExited(124), 'sandbox-dead', 124],
+    ['-1 with output, poll exited(-1)', exited(-1, { stderr: 'x' }), polledExited(-1), 'sandbox-dead', -1],
+    ['143 with output, poll exited(137): the sandbox’s code, not the command’s', exited(143, { stdout: 'x' }), polledExited(137), 'sandbox-dead', 137],
+    ['137 with output, poll missing', killedWithOutput, missing, 'sandbox-dead', 'unknown'],
+    ['137 with output, poll live: the result stands as reported', killedWithOutput, liveNoCanary, 'command-failed', 137],
+    ['124 with output, poll live: stands', lifetimeWithOutput, liveNoCanary, 'command-failed', 124],
+    ['bare 143, poll live: stands', exited(143), liveNoCanary, 'command-failed', 143],
+    ['-1 with output, poll live: stands', exited(-1, { stdout: 'x' }), liveNoCanary, 'command-failed', -1],
+    ['137 with output, poll unavailable: the breaker path', killedWithOutput, probeFailed('provider-unavailable'), 'provider-outage', 'unknown'],
+    ['137 with output, poll says gone', killedWithOutput, probeFailed('sandbox-gone'), 'sandbox-dead', 'unknown'],
+    ['137 with output, poll failed otherwise: unknown never destroys', killedWithOutput, probeFailed('other'), 'command-failed', 'unknown'],
+    ['137 with output, not probed: unknown never destroys', killedWithOutput, notProbed, 'command-failed', 'unknown'],
 
     // suspect + polled exited(code): dead, the code kept — 0 stays 0
     ['bare 1, poll exited(137)', bare1, polledExited(137), 'sandbox-dead', 137],
@@ -103,6 +124,8 @@ describe('classify (rule 2)', () => {
       exited(1),
       exited(2),
       exited(137),
+      killedWithOutput,
+      lifetimeWithOutput,
       hang,
       exited(1, { cancelled: true }),
       threw('sandbox-gone'),
@@ -140,5 +163,11 @@ describe('classify (rule 2)', () => {
   it('reports whether the outcome was suspect', () => {
     expect(classify(exited(0), notProbed).suspect).toBe(false);
     expect(classify(bare1, notProbed).suspect).toBe(true);
+    expect(classify(killedWithOutput, liveNoCanary).suspect).toBe(true);
+  });
+
+  it('a death-exit whose sandbox is live says the result stands; a bare exit polled live without a canary stays inconclusive', () => {
+    expect(classify(killedWithOutput, liveNoCanary).reason).toMatch(/could be the sandbox's death.*live: the sandbox did not die, the result stands as reported/);
+    expect(classify(exited(137), liveNoCanary)).toMatchObject({ verdict: 'command-failed', observedExitCode: 'unknown' });
   });
 });

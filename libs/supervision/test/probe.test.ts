@@ -33,9 +33,20 @@ describe('planProbe', () => {
     expect(DEFAULT_PROBE_CONFIG.canaryTimeoutMs).toBe(defaults.DEFAULT_CANARY_TIMEOUT_MS);
   });
 
-  it.each<[string, CommandOutcome, 'probe' | 'skip' | 'seen']>([
+  it.each<[string, CommandOutcome, 'probe' | 'poll' | 'skip' | 'seen']>([
     ['bare exit 1', ran(1, ''), 'probe'],
+    ['bare exit 137: poll and canary, as before', ran(137, ''), 'probe'],
+    ['bare exit -1: poll and canary, as before', ran(-1, ''), 'probe'],
     ['hang', ran(137, '', true), 'probe'],
+    ['hang with output (lanes timed it out)', ran(137, 'partial', true), 'probe'],
+    ['exit 137 with output: one poll, no canary', ran(137, 'hi\n'), 'poll'],
+    ['exit -1 with output: one poll', ran(-1, 'hi\n'), 'poll'],
+    ['exit 124 with output: one poll', ran(124, 'hi\n'), 'poll'],
+    ['bare exit 124: one poll', ran(124, ''), 'poll'],
+    ['bare exit 143: one poll', ran(143, ''), 'poll'],
+    ['exit 128 with output: one poll', ran(128, 'x'), 'poll'],
+    ['exit 127 with output', ran(127, 'x'), 'skip'],
+    ['a user cancel with output', { ...ran(130, 'partial'), cancelled: true }, 'skip'],
     ['threw', { kind: 'threw', error: 'other', message: 'x' }, 'probe'],
     ['threw sandbox-gone, no code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x' }, 'probe'],
     ['threw sandbox-gone with the code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: 137 }, 'seen'],
