@@ -2,6 +2,7 @@
 // over its stdio, one JSON object per line:
 //   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?} | {op:'cancel',id}
 //   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled,alone}
+//                | {t:'ending',code} (the init is ending the sandbox and will exit with code)
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -208,11 +209,14 @@ function reportSpawnFailure(id, argv, cwd, error) {
  * Ends the whole sandbox. Inside a PID namespace our exit takes everything with it (pid 1 is the
  * sh that waits for us); in a plain process group commands run in their own sessions, so every
  * process carrying this sandbox's id is SIGKILLed, pass after pass until none is left, first.
+ * The host is told first: a command killed here is reported as an exit (137, with its output) a
+ * moment before this process exits, and a poll in that moment must not find the sandbox live.
  */
 let ending = false;
 function endSandbox(exitCode) {
   if (ending) return;
   ending = true;
+  send({ t: 'ending', code: exitCode });
   const exclude = new Set([process.pid, process.ppid]);
   const deadline = Date.now() + END_SWEEP_LIMIT_MS;
   const sweep = () => {

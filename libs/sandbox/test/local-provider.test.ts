@@ -197,6 +197,15 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     await waitFor('the command to die with the sandbox', () => marked(nonce).length === 0);
   });
 
+  it('a lifetime that runs out under a printing command: its exit comes back as 137 with the output, and a poll right after says exited(124), not live', async () => {
+    const { provider } = await setup();
+    const handle = await provider.create({ ...testSpec(), timeoutMs: 600 });
+    const result = await handle.exec(['sh', '-c', 'echo started; sleep 30']);
+    // The init killed the command as it ended the sandbox, and reported it like any exit.
+    expect(result).toMatchObject({ exitCode: 137, stdout: 'started\n', timedOut: false, cancelled: false });
+    expect(await handle.poll()).toEqual({ state: 'exited', exitCode: 124 });
+  });
+
   it('a missing program exits 127 with a message; the sandbox stays usable', async () => {
     const { provider } = await setup();
     const handle = await provider.create(testSpec());

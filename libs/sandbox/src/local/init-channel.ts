@@ -6,7 +6,9 @@ export type InitEvent =
   | { t: 'started'; id: number; pid: number }
   | { t: 'out'; id: number; s: 1 | 2; d: string }
   /** alone: the init saw no other process in the sandbox once the command ended (PID namespace only). */
-  | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean; alone?: boolean };
+  | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean; alone?: boolean }
+  /** The init is ending the sandbox (its lifetime ran out) and will exit with `code`: for no request. */
+  | { t: 'ending'; code: number };
 
 export type InitRequest =
   | { op: 'ping' }
@@ -29,6 +31,7 @@ export class InitChannel {
   private readonly listeners = new Map<number, (event: InitEvent) => void>();
   private pendingOutput = '';
   private open = true;
+  private endingListener: ((code: number) => void) | undefined;
 
   constructor(
     private readonly input: Writable,
@@ -63,6 +66,11 @@ export class InitChannel {
     this.listeners.delete(id);
   }
 
+  /** `listener` hears the init announce that it is ending the sandbox, with the code it will exit with. */
+  onEnding(listener: (code: number) => void): void {
+    this.endingListener = listener;
+  }
+
   /** Stops talking to the init without killing it (the sandbox survives for reaping by id). */
   close(): void {
     this.open = false;
@@ -91,6 +99,10 @@ export class InitChannel {
       event = JSON.parse(line) as InitEvent;
     } catch {
       return; // not ours: the protocol only ever writes whole JSON lines
+    }
+    if (event.t === 'ending') {
+      this.endingListener?.(event.code);
+      return;
     }
     this.listeners.get(event.id)?.(event);
   }

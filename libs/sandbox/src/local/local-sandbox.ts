@@ -68,6 +68,8 @@ export class LocalSandbox implements SandboxHandle {
   readonly workdir: string;
   private stateValue: LocalSandboxState = 'live';
   private rootExitCode: number | undefined;
+  /** The init announced it is ending the sandbox, with the code it will exit with (see poll). */
+  private endingCode: number | undefined;
   /** Reject functions of commands the init is running now, by request id. */
   private readonly inflight = new Map<number, (error: Error) => void>();
   /** Process groups of running commands; swept by the host if the root dies in process-group mode. */
@@ -88,6 +90,9 @@ export class LocalSandbox implements SandboxHandle {
     this.pid = params.record.rootPid;
     this.workdir = params.record.workdir;
     this.queue = new ExecQueue((argv, options) => this.execNow(argv, options), { now: params.now });
+    params.channel.onEnding((code) => {
+      this.endingCode = code;
+    });
     void params.rootExited.then((code) => this.onRootExit(code));
   }
 
@@ -108,10 +113,14 @@ export class LocalSandbox implements SandboxHandle {
       case 'detached':
         return this.rootAlive() ? { state: 'live' } : { state: 'missing' };
       case 'live': {
-        if (this.rootAlive()) return { state: 'live' };
+        // An init that announced its end is about to exit (a command it killed may already have
+        // reported 137): not live, however /proc reads for the few ms its sweep takes.
+        if (this.endingCode === undefined && this.rootAlive()) return { state: 'live' };
         // Dead (or a zombie) in /proc but Node has not delivered the exit yet: it is imminent.
         const code = await withDeadline(this.params.rootExited, ROOT_EXIT_SETTLE_MS).catch(() => undefined);
-        return code === undefined ? { state: 'missing' } : { state: 'exited', exitCode: code };
+        if (code !== undefined) return { state: 'exited', exitCode: code };
+        // The init's own word is an explicit finding even if its exit is slow to arrive.
+        return this.endingCode === undefined ? { state: 'missing' } : { state: 'exited', exitCode: this.endingCode };
       }
     }
   }
