@@ -33,10 +33,11 @@ export interface LocalSandboxInfo {
   lifetimeMs: number;
   dir: string;
   /**
-   * Every exec the router started, in order: argv, the server-side timeout it was given, and when it
-   * started and ended (wall-clock ms; `endedAt` undefined while it runs).
+   * Every exec the router started, in order: argv, the server-side timeout it was given, when it
+   * started and ended (wall-clock ms; `endedAt` undefined while it runs), and how many bytes it has
+   * written to stdout so far (what the sandbox sent, so an upper bound on what a client received).
    */
-  execs: Array<{ argv: string[]; timeoutMs: number | undefined; cwd: string; startedAt: number; endedAt: number | undefined }>;
+  execs: Array<{ argv: string[]; timeoutMs: number | undefined; cwd: string; startedAt: number; endedAt: number | undefined; stdoutBytes: number }>;
 }
 
 export interface LocalModalServer {
@@ -147,7 +148,14 @@ export async function startModalServer(): Promise<LocalModalServer> {
       volumes: { ...s.volumes },
       lifetimeMs: s.lifetimeMs,
       dir: s.dir,
-      execs: [...s.execs.values()].map((e) => ({ argv: [...e.argv], timeoutMs: e.timeoutMs, cwd: e.cwd, startedAt: e.startedAt, endedAt: e.endedAt })),
+      execs: [...s.execs.values()].map((e) => ({
+        argv: [...e.argv],
+        timeoutMs: e.timeoutMs,
+        cwd: e.cwd,
+        startedAt: e.startedAt,
+        endedAt: e.endedAt,
+        stdoutBytes: e.outputBytes[0],
+      })),
     };
   };
 
