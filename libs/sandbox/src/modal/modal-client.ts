@@ -54,8 +54,6 @@ export interface ModalExecParamsLike {
 export interface ModalFilesystemLike {
   /** Creates parent directories; overwrites. */
   writeBytes(data: Uint8Array, remotePath: string): Promise<void>;
-  /** Rejects with SandboxFilesystemNotFoundError when the path does not exist. */
-  readBytes(remotePath: string): Promise<Uint8Array>;
 }
 
 export interface ModalSandboxLike {

@@ -105,29 +105,60 @@ export const CANARY_SCRIPT = [
 ].join('\n');
 
 /**
- * The check before lanes reads a file an agent left (result.json, blocked.json): walks from the
- * workdir down, refusing a link on any component, and prints one verdict line:
- * `missing` | `link <component>` | `type <what>` | `size <bytes>` (a regular file). The SDK's own
- * readBytes follows links and blocks on a FIFO, so it runs only after `size` and under a deadline,
- * and its answer is held to the same cap.
+ * Reads a file an agent left (result.json, blocked.json) in one command, bounded by construction.
+ * Walks from the workdir down, refusing a link on any component, refuses anything but a regular
+ * file, opens it once, and from then on reads only that descriptor: a file swapped after the walk
+ * cannot turn the read into a FIFO that blocks it or a device that never ends. Prints one verdict
+ * line, `missing` | `link <component>` | `type <what>` | `unreadable` | `changed` | `size <bytes>`,
+ * and after `size` within the cap, the file's first cap + 1 bytes in base64 on one line (+ 1, so
+ * a file that grew after its size was taken still reads as too large).
  *
- * argv: sh -c CHECK_FILE_SCRIPT lanes-check-file <workdir> <path below it, relative>
+ * Why the second walk and `-ef` after the open: a link swapped in just before the open (and still
+ * there, or gone with another file in its place) is caught; only one swapped in and out again
+ * within that moment is not, and even then lanes reads a regular file, no more than cap + 1 bytes.
+ * A FIFO swapped in before the open blocks the open itself; the command's deadline ends that.
+ *
+ * argv: sh -c READ_FILE_SCRIPT lanes-read-file <workdir> <path below it, relative> <cap bytes>
  */
-export const CHECK_FILE_SCRIPT = [
-  'p="$1"; rel="$2"',
-  'IFS=/; set -f',
-  'for c in $rel; do',
-  '  p="$p/$c"',
-  '  if [ -L "$p" ]; then printf "link %s\\n" "$c"; exit 0; fi',
-  '  if [ ! -e "$p" ]; then echo missing; exit 0; fi',
-  'done',
-  'if [ -p "$p" ]; then echo "type a FIFO"; elif [ -d "$p" ]; then echo "type a directory"; elif [ -S "$p" ]; then echo "type a socket"',
-  'elif [ -c "$p" ]; then echo "type a character device"; elif [ -b "$p" ]; then echo "type a block device"; elif [ ! -f "$p" ]; then echo "type not a file"',
-  'else printf "size %s\\n" "$(wc -c < "$p")"; fi',
+export const READ_FILE_SCRIPT = [
+  'root="$1"; rel="$2"; cap="$3"',
+  // Without one of these the read would come back empty or garbled, not fail.
+  'for t in wc head base64 tr; do command -v "$t" >/dev/null 2>&1 || { echo "lanes: $t is missing from the sandbox image" >&2; exit 127; }; done',
+  // kind F: what F is when it is not a regular file; silent for a regular file. Never opens F.
+  'kind() {',
+  '  if [ -p "$1" ]; then echo "a FIFO"; elif [ -d "$1" ]; then echo "a directory"; elif [ -S "$1" ]; then echo "a socket"',
+  '  elif [ -c "$1" ]; then echo "a character device"; elif [ -b "$1" ]; then echo "a block device"; elif [ ! -f "$1" ]; then echo "not a file"; fi',
+  '}',
+  'refused() { k=$(kind "$1"); [ -n "$k" ] && echo "type $k"; }',
+  // walk: p becomes the path; a link on any component, or a missing one, is the verdict (status 1).
+  'walk() {',
+  '  p="$root"; IFS=/; set -f',
+  '  for c in $rel; do',
+  '    p="$p/$c"',
+  '    if [ -L "$p" ]; then printf "link %s\\n" "$c"; return 1; fi',
+  '    if [ ! -e "$p" ]; then echo missing; return 1; fi',
+  '  done',
+  '  unset IFS; set +f',
+  '}',
+  'walk || exit 0',
+  'refused "$p" && exit 0',
+  // A failed redirection of a group does not end the shell: the lines after it say why.
+  '{',
+  '  walk || exit 0',
+  '  refused /proc/self/fd/3 && exit 0',
+  '  [ /proc/self/fd/3 -ef "$p" ] || { echo changed; exit 0; }',
+  // A fresh open of the same file (through /proc), so the descriptor's offset stays at 0.
+  '  n=$(wc -c < /proc/self/fd/3)',
+  '  printf "size %s\\n" "$n"',
+  '  [ "$n" -gt "$cap" ] && exit 0',
+  '  head -c $((cap + 1)) <&3 | base64 | tr -d "\\n"',
+  '  exit',
+  '} 3< "$p"',
+  'if [ -e "$p" ]; then echo unreadable; else echo missing; fi',
 ].join('\n');
 
-export function checkFileArgv(workdir: string, relative: string): string[] {
-  return ['sh', '-c', CHECK_FILE_SCRIPT, 'lanes-check-file', workdir, relative];
+export function readFileArgv(workdir: string, relative: string, maxBytes: number): string[] {
+  return ['sh', '-c', READ_FILE_SCRIPT, 'lanes-read-file', workdir, relative, String(maxBytes)];
 }
 
 export function wrapArgv(execId: string, argv: readonly string[]): string[] {

@@ -1,13 +1,14 @@
 import { posix } from 'node:path';
-import { NotFoundError, SandboxFilesystemNotFoundError } from 'modal';
-import { AgentFileError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, agentLimits, formatBytes, type PollResult } from '@lanes/contracts';
+import { NotFoundError } from 'modal';
+import { AgentFileError, ProviderUnavailableError, SandboxGoneError, agentLimits, type PollResult } from '@lanes/contracts';
 import { ExecQueue } from '../exec-queue.js';
 import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
 import type { ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle } from '../provider.js';
-import { checkFileArgv } from './modal-exec-scripts.js';
+import { readFileArgv } from './modal-exec-scripts.js';
+import { parseFileRead, readFileOutputChars } from './modal-read-file.js';
 import { resetDirsArgv, resetResult, resetTargets } from '../reset-dirs.js';
 
 export interface ModalHandleTiming {
@@ -125,29 +126,24 @@ export class ModalSandboxHandle implements SandboxHandle {
   }
 
   /**
-   * A file an agent left: a check command first (no link on the way, a regular file, its size
-   * under the cap; CHECK_FILE_SCRIPT), then the SDK's readBytes under the file deadline, its answer
-   * held to the same cap (a file swapped after the check reads no further than that).
+   * A file an agent left, in one command that walks the path (no link on the way), reads only a
+   * regular file and sends at most maxBytes + 1 bytes of it (READ_FILE_SCRIPT), under the file
+   * deadline; its output is collected up to that bound only. Not the SDK's readBytes: that follows
+   * links, blocks on a FIFO, and collects whatever the sandbox sends before any cap could apply.
    */
   async readFile(path: string, options: ReadFileOptions = {}): Promise<Uint8Array | undefined> {
     this.#throwIfFinished();
     const maxBytes = options.maxBytes ?? agentLimits.DEFAULT_MAX_RESULT_BYTES;
-    const target = this.#resolve(path);
+    // Normalized: an absolute path with `..` in it must not pass the workdir test below.
+    const target = posix.normalize(this.#resolve(path));
     const name = posix.basename(target);
     if (!target.startsWith(`${this.workdir}/`)) throw new AgentFileError(name, 'outside-workdir', `is outside the sandbox workdir ${this.workdir}`);
-    // Not queued behind a running command, like the SDK's own file calls (DESIGN failure 4).
-    const check = await runModalCommand(this.#execContext, checkFileArgv(this.workdir, target.slice(this.workdir.length + 1)), { timeoutMs: this.#timing.fileOpTimeoutMs });
-    const verdict = parseFileCheck(name, check, maxBytes);
-    if (verdict === 'missing') return undefined;
-    let bytes: Uint8Array;
-    try {
-      bytes = await withCallDeadline(`read ${path}`, this.#sandbox.filesystem.readBytes(target), this.#timing.fileOpTimeoutMs);
-    } catch (err) {
-      if (err instanceof SandboxFilesystemNotFoundError) return undefined;
-      throw await this.#filesystemError(err);
-    }
-    if (bytes.byteLength > maxBytes) throw new AgentFileError(name, 'too-large', `grew past ${formatBytes(bytes.byteLength)} (limit ${formatBytes(maxBytes)})`);
-    return bytes;
+    const relative = target.slice(this.workdir.length + 1);
+    const maxChars = readFileOutputChars(relative, maxBytes);
+    // Not queued behind a running command, like the SDK's own file calls (DESIGN failure 4). One
+    // character over the bound is kept, so an answer past it is seen as such.
+    const read = await runModalCommand(this.#execContext, readFileArgv(this.workdir, relative, maxBytes), { timeoutMs: this.#timing.fileOpTimeoutMs }, maxChars + 1);
+    return parseFileRead(name, read, maxBytes, maxChars);
   }
 
   /**
@@ -191,28 +187,5 @@ export class ModalSandboxHandle implements SandboxHandle {
   /** Relative paths are relative to the lanes workdir, as for commands. */
   #resolve(path: string): string {
     return posix.isAbsolute(path) ? path : posix.join(this.workdir, path);
-  }
-}
-
-/** CHECK_FILE_SCRIPT's verdict line: `missing`, or the file's size once it passed; a broken rule throws. */
-function parseFileCheck(name: string, check: ExecResult, maxBytes: number): 'missing' | number {
-  if (check.timedOut) throw new AgentFileError(name, 'not-regular', 'could not be checked within the file deadline');
-  if (check.exitCode !== 0) throw new ProviderInvalidError(MODAL_PROVIDER_NAME, `checking ${name} exited ${check.exitCode}: ${check.stderr.slice(-200)}`);
-  const [word = '', ...rest] = check.stdout.trim().split(' ');
-  const detail = rest.join(' ');
-  switch (word) {
-    case 'missing':
-      return 'missing';
-    case 'link':
-      throw new AgentFileError(name, 'link', `${detail === name ? 'is a symbolic link' : `is under ${detail}, which is a symbolic link`}; lanes reads no file through a link`);
-    case 'type':
-      throw new AgentFileError(name, 'not-regular', `is ${detail}, not a regular file`);
-    case 'size': {
-      const size = Number(detail);
-      if (size > maxBytes) throw new AgentFileError(name, 'too-large', `is ${formatBytes(size)} (limit ${formatBytes(maxBytes)})`);
-      return size;
-    }
-    default:
-      throw new ProviderInvalidError(MODAL_PROVIDER_NAME, `checking ${name} answered ${JSON.stringify(check.stdout.slice(0, 80))}`);
   }
 }
