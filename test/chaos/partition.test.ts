@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedis, keys } from '@lanes/queue';
 import { freePort, startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const LOCK_DURATION_MS = 2_500;
@@ -59,6 +60,27 @@ setTimeout(() => {
   writeFileSync(join(process.env.LANES_OUTPUT_DIR, 'result.json'), JSON.stringify({ run }));
   appendFileSync(ledger, 'end ' + run + '\\n');
 }, run === 1 ? 1_000 : 100);
+`;
+
+/** Run 1 waits for the test's go file (so it finishes while its worker is cut off); later runs finish at once. */
+const AGENT_ON_CUE = `
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+const ledger = process.env.FENCE_LEDGER;
+const run = (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\\n').filter((l) => l.startsWith('start')).length : 0) + 1;
+appendFileSync(ledger, 'start ' + run + '\\n');
+const finish = () => {
+  writeFileSync(join(process.env.LANES_OUTPUT_DIR, 'result.json'), JSON.stringify({ run }));
+  appendFileSync(ledger, 'end ' + run + '\\n');
+};
+if (run > 1) finish();
+else {
+  const cue = setInterval(() => {
+    if (!existsSync(process.env.FENCE_GO)) return;
+    clearInterval(cue);
+    finish();
+  }, 20);
+}
 `;
 
 describe('chaos: one worker partitioned from Redis while its card finishes', () => {
@@ -122,5 +144,56 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
     expect(after.result).toEqual({ run: 2 });
     // The takeover happened only after A had lost its lock: the two runs did not overlap in the ledger.
     expect(ledger()).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
+  }, 90_000);
+
+  it("the cut-off worker's finished run commits once it heals, when nobody took the card meanwhile: one run in the ledger, one done", async () => {
+    const agentPath = join(dir, 'agent-on-cue.mjs');
+    const ledgerPath = join(dir, 'ledger-on-cue.txt');
+    const goPath = join(dir, 'go');
+    writeFileSync(agentPath, AGENT_ON_CUE);
+    const lane = { name: 'part-late', slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath, FENCE_GO: goPath } };
+    const common = { sandboxDir: join(dir, 'sandboxes'), lockDurationMs: LOCK_DURATION_MS, heartbeatIntervalMs: 500 };
+    const ledger = () => (existsSync(ledgerPath) ? readFileSync(ledgerPath, 'utf8').trim().split('\n') : []);
+    const logs: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    const api = await startTestStack(redis.url, [lane], { ...common, parts: { api: true, worker: false, supervisor: false } });
+    stacks.push(api);
+    // The only worker reaches Redis through the link, so nobody else can take the card over.
+    const a = await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) });
+    stacks.push(a);
+    const conn = createRedis(redis.url);
+    try {
+      await api.api.request('POST', '/v1/cards', { id: 'late-1', lane: 'part-late', title: 'finishes while cut off, and nobody took it' });
+      await waitFor('run 1 to start on worker A', () => ledger().length === 1);
+      // Cut while the job is off the stalled check's list (each renewal takes it off, each check puts
+      // it back): the first check after the heal then only marks it, as after any renewal.
+      const stalled = async () => (await conn.sismember(keys.jobStalled('part-late'), 'late-1')) === 1;
+      await waitFor('a renewal since the last stalled check', async () => !(await stalled()));
+      link.cut();
+      expect(await stalled()).toBe(false);
+
+      writeFileSync(goPath, '');
+      await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
+      await waitFor('the run to be fenced', () => logs.some((l) => l.event === 'card.fenced'), { timeoutMs: LOCK_DURATION_MS + 5_000 });
+      await waitFor("the run's lock to lapse", async () => (await conn.exists(keys.jobLock('part-late', 'late-1'))) === 0, { timeoutMs: LOCK_DURATION_MS + 5_000 });
+      expect((await api.api.card('late-1'))!.state).toBe('running');
+
+      link.heal();
+      const done = await api.api.waitCard('late-1', 'done by run 1, committed late', (c) => c.state === 'done', 30_000);
+      expect(done.result).toEqual({ run: 1 });
+      expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
+      expect(ledger()).toEqual(['start 1', 'end 1']);
+      expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([expect.objectContaining({ cardId: 'late-1', to: 'done' })]);
+      expect(logs.filter((l) => l.event === 'card.stale-write' || l.event === 'card.discarded')).toEqual([]);
+      const job = await api.stack.api!.queues.job('late-1', 'part-late');
+      await waitFor('the job to complete', async () => (await job?.getState()) === 'completed');
+    } finally {
+      conn.disconnect();
+    }
   }, 90_000);
 });

@@ -47,6 +47,11 @@ interface Run {
   controller: AbortController;
   lease: RunLease;
   log: Logger;
+  /**
+   * The agent finished and its outcome is in hand: a fence no longer discards it. Its move may take
+   * a lapsed lock back, if no other run has taken the card since (evaluateRunFence).
+   */
+  finishedAgentRun?: boolean;
 }
 
 /** The BullMQ processor of one lane: validate, take a slot under a lease, run the card, act on the decision. */
@@ -176,8 +181,9 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   const result = await runCard(runDeps, { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput }, prepared);
   sink.flush();
   let outcome: CardOutcome;
+  run.finishedAgentRun = isFinishedAgentRun(result);
   const fenced = lease.fenceDecision();
-  if (fenced) outcome = { kind: 'fenced', reason: fenced.reason };
+  if (fenced && !run.finishedAgentRun) outcome = { kind: 'fenced', reason: fenced.reason };
   else if (result.kind === 'cancelled') outcome = stoppedOutcome(controller, result.step);
   else if (result.kind === 'provider-outage') {
     const b = (await deps.breaker.failure(result.message)).snapshot;
@@ -185,6 +191,14 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
     outcome = { ...result, ...(b.state === 'open' && b.retryAt ? { breakerRetryAt: b.retryAt } : {}) };
   } else outcome = result;
   return act(run, context, decide(run, context, outcome));
+}
+
+/**
+ * The agent ran to its end and said how it went (done, needs-human, or its own failure): work paid
+ * for in model tokens and minutes, which a lapsed lock alone must not throw away.
+ */
+function isFinishedAgentRun(result: RunOutcome): boolean {
+  return result.kind === 'done' || result.kind === 'needs-human' || (result.kind === 'failed' && result.failedReason === 'command-failed' && result.step === 'agent');
 }
 
 function stoppedOutcome(controller: AbortController, step: string): CardOutcome {
@@ -218,9 +232,10 @@ async function finished(run: Run, state: CardState): Promise<unknown> {
 /** Carries out the decision: one card move under the run token, then the matching BullMQ move. */
 async function act(run: Run, context: RunContext, action: CardAction): Promise<unknown> {
   const { deps, job, card, slot, lease, log, writer } = run;
-  // Fenced after the decision: the lock may be someone else's by now.
+  // Fenced after the decision: the lock may be someone else's by now. A finished agent run still
+  // offers its move: the script writes it only if no other run has taken the card since.
   const fenced = lease.fenceDecision();
-  if (action.kind !== 'discard' && fenced) action = { kind: 'discard', reason: fenced.reason };
+  if (action.kind !== 'discard' && fenced && !run.finishedAgentRun) action = { kind: 'discard', reason: fenced.reason };
   const discard = (reason: string): never => {
     log.warn({ event: 'card.discarded', reason, sandboxId: context.sandboxId }, 'card.discarded');
     // Says the run lost its card alive, so the takeover that follows spends no crash budget.
@@ -229,7 +244,7 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
     throw new DelayedError();
   };
   if (action.kind === 'discard') return discard(action.reason);
-  const moved = await deps.store.transition(card, action.move, writer);
+  const moved = await deps.store.transition(card, action.move, run.finishedAgentRun ? { ...writer, reclaimLockMs: deps.lockDurationMs } : writer);
   const markDead = () => {
     if ('markDead' in action && action.markDead) slot.markDead(action.markDead.observedExitCode, action.markDead.message);
   };
@@ -238,6 +253,9 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
     // What it saw of the sandbox still holds, though.
     markDead();
     return discard(`the card would not move to ${action.move.to} (${moved.refusal})`);
+  }
+  if (moved.reclaimed) {
+    log.warn({ event: 'card.late-commit', to: action.move.to, sandboxId: context.sandboxId, fence: fenced?.reason }, 'card.late-commit');
   }
   log.info({ event: `card.${action.move.to}`, sandboxId: context.sandboxId }, `card.${action.move.to}`);
   switch (action.kind) {

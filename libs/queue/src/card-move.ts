@@ -44,8 +44,12 @@ export type CardMove =
 
 /** Who writes, and so what the transition script checks before it lets the move through. */
 export type CardWriter =
-  /** A run holding BullMQ's lock of the card's job under `token`: the run token. */
-  | { kind: 'run'; token: string }
+  /**
+   * A run holding BullMQ's lock of the card's job under `token`: the run token. `reclaimLockMs`: a
+   * run with a finished agent run in hand takes a lapsed lock back for this long, if no other run
+   * has taken the card since (evaluateRunFence).
+   */
+  | { kind: 'run'; token: string; reclaimLockMs?: number }
   /** API or supervisor: may not move a card out of `running`. */
   | { kind: 'board' }
   /** API: out of `running` only if the run it read (`token`) is still the card's run. */

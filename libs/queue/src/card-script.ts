@@ -25,12 +25,13 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  *
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
  *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream, 9 BullMQ's hash
- *       of the card's job, 10 its log list
+ *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
  *       7 history entry (JSON), 8 event (JSON), 9 blocked score, 10 event stream max length,
  *       11 card id, 12 '1' if a board hears of this event type, 13 the lane's terminal retention
- *       (ms), 14 the most history entries kept (≥ 2)
+ *       (ms), 14 the most history entries kept (≥ 2), 15 the lock duration (ms) a finished run
+ *       takes a lapsed lock back for ('0': it may not)
  *
  * Retention: a move to a terminal state (done, failed, cancelled) sets the expiry of every key the
  * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
@@ -52,9 +53,11 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  * is not capped here: only the dispatcher trims it, past what it has acknowledged (callback-stream.ts).
  *
  * A run's token must be the value of BullMQ's lock on the job: that is the fence, checked first.
- * A run whose lock expired (Redis away longer than the lock, a partition) can no longer write,
- * even when no other run has taken the card yet, and its write is stale even where the move
- * itself is no longer legal (a late done after another run's done). Out of `running`, the token must also be the card's run.
+ * A run whose lock lapsed (Redis away longer than the lock, a partition) writes only a move out of
+ * `running` that it offers to reclaim for (a finished agent run), and only if no other run has
+ * taken the card since (evaluateRunFence): then it takes the lock back in the same step. Otherwise
+ * its write is stale, even where the move itself is no longer legal (a late done after another
+ * run's done). Out of `running`, the token must also be the card's run.
  * Moving into `running` over another run's token is a takeover; the old token becomes a crash
  * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
  */
@@ -90,8 +93,19 @@ end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'not-found', ''} end
 local writer, token = ARGV[3], ARGV[4]
--- A run without the lock is stale whatever it asks for (even a move the card could not make any more).
-if writer == 'run' and redis.call('GET', KEYS[5]) ~= token then return {'stale', state} end
+-- The run fence (evaluateRunFence in run-fence.ts, row by row). A run without the lock is stale
+-- whatever it asks for, unless the lock lapsed and no other run has taken the card since: a
+-- finished run then takes the lock back and writes.
+local reclaim = false
+if writer == 'run' then
+  local lock = redis.call('GET', KEYS[5])
+  if lock ~= token then
+    if lock or ARGV[15] == '0' or to == 'running' or state ~= 'running'
+      or (redis.call('HGET', KEYS[1], 'runToken') or '') ~= token
+      or not redis.call('LPOS', KEYS[11], ARGV[11]) then return {'stale', state} end
+    reclaim = true
+  end
+end
 local legal = false
 for s in string.gmatch(ARGV[2], '[^,]+') do if s == state then legal = true end end
 if not legal then return {'illegal', state} end
@@ -111,6 +125,11 @@ if to == 'running' then
 else
   redis.call('HDEL', KEYS[1], 'runToken')
 end
+if reclaim then
+  -- As BullMQ's extendLock does: the lock again, and off the stalled check's list.
+  redis.call('SET', KEYS[5], token, 'PX', ARGV[15])
+  redis.call('SREM', KEYS[12], ARGV[11])
+end
 apply()
 local suspects = redis.call('SCARD', KEYS[6])
 if terminal(to) then
@@ -122,7 +141,7 @@ elseif terminal(state) then
 end
 -- A cancel kept on the card: the run that moved it to running is to stop before it starts anything.
 local cancel = (to == 'running' and redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1) and '1' or '0'
-return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0', cancel}
+return {'ok', to, takeover, tostring(suspects), redis.call('HGET', KEYS[1], 'infraRetries') or '0', cancel, reclaim and '1' or '0'}
 `;
 
 /**
@@ -158,7 +177,7 @@ const defined = new WeakSet<Redis>();
 export function defineCardScripts(redis: Redis): void {
   if (defined.has(redis)) return;
   defined.add(redis);
-  redis.defineCommand('lanesCardWrite', { numberOfKeys: 10, lua: WRITE_LUA });
+  redis.defineCommand('lanesCardWrite', { numberOfKeys: 12, lua: WRITE_LUA });
   redis.defineCommand('lanesCardFenced', { numberOfKeys: 3, lua: FENCED_LUA });
   redis.defineCommand('lanesCardCancel', { numberOfKeys: 1, lua: CANCEL_LUA });
 }
@@ -169,9 +188,10 @@ const Count = z.coerce.number().int().nonnegative();
 export const ScriptReplySchema = z.union([
   /**
    * ok, the new state, whether it was a takeover, crash suspects, the card's infra retries (so a
-   * run need not read the record), and, for a move to running, whether a cancel waits on the card.
+   * run need not read the record), for a move to running, whether a cancel waits on the card,
+   * and whether the run took a lapsed lock back to write.
    */
-  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count, z.enum(['0', '1'])]),
+  z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count, z.enum(['0', '1']), z.enum(['0', '1'])]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
 ]);
@@ -204,6 +224,8 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     keys.callbacks(),
     keys.job(card.lane, card.id),
     keys.jobLogs(card.lane, card.id),
+    keys.jobActive(card.lane),
+    keys.jobStalled(card.lane),
     input.to,
     input.sources.join(','),
     writer.kind,
@@ -218,5 +240,6 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     isCallbackEvent(r.event.type) ? '1' : '0',
     input.retentionMs,
     input.historyMaxEntries,
+    writer.kind === 'run' ? (writer.reclaimLockMs ?? 0) : 0,
   ];
 }

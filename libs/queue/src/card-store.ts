@@ -52,6 +52,8 @@ export type TransitionResult =
       infraRetries: number;
       /** A move to running found a cancel request on the card: the run is to stop before it starts anything. */
       cancelRequested: boolean;
+      /** The run's lock had lapsed and the write took it back (no other run had taken the card): a late commit. */
+      reclaimed: boolean;
     }
   | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
 
@@ -145,7 +147,15 @@ export class CardStore {
     const reply = await this.run(card, move.to, legalSourcesOf(move.to), writer, rendered);
     switch (reply[0]) {
       case 'ok':
-        return { ok: true, state: reply[1], takeover: reply[2] === '1', crashSuspects: reply[3], infraRetries: reply[4], cancelRequested: reply[5] === '1' };
+        return {
+          ok: true,
+          state: reply[1],
+          takeover: reply[2] === '1',
+          crashSuspects: reply[3],
+          infraRetries: reply[4],
+          cancelRequested: reply[5] === '1',
+          reclaimed: reply[6] === '1',
+        };
       case 'not-found':
         return { ok: false, refusal: 'not-found' };
       case 'illegal':

@@ -18,6 +18,9 @@ export const keys = {
   jobLogs: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:logs`,
   /** BullMQ's lock of a card's job (job id = card id); its value is the holding run's token. */
   jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
+  /** BullMQ's list of a lane's active jobs, and the set its stalled check marks them in. */
+  jobActive: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:active`,
+  jobStalled: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:stalled`,
   blocked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,

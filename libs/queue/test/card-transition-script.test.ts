@@ -102,6 +102,7 @@ describe('card transition script on real Redis', () => {
       crashSuspects: 0,
       infraRetries: 0,
       cancelRequested: false,
+      reclaimed: false,
     });
     // Run a lost its lock; BullMQ gave the job to run b, which took the card over.
     const second = await lockAs(card, 'run-b');
@@ -112,6 +113,7 @@ describe('card transition script on real Redis', () => {
       crashSuspects: 1,
       infraRetries: 0,
       cancelRequested: false,
+      reclaimed: false,
     });
 
     const before = await snapshot(card);

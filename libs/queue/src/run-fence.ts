@@ -1,0 +1,53 @@
+import type { CardState } from '@lanes/contracts';
+
+/**
+ * What Redis holds, when a run's write arrives, that decides whether the run still owns its card.
+ * "This run" is the writer's run token.
+ */
+export interface RunFenceSnapshot {
+  /** BullMQ's lock of the card's job: held by this run, by another run, or by nobody (it lapsed). */
+  lock: 'this-run' | 'another-run' | 'none';
+  /** The card's state now. */
+  state: CardState;
+  /** Whose run the card records (`runToken`). */
+  cardRun: 'this-run' | 'another-run' | 'none';
+  /** The job is still in the lane's active list: the stalled check has not handed it on. */
+  jobActive: boolean;
+  /** The state the run writes. */
+  to: CardState;
+  /** The run offers to take a lapsed lock back (it has a finished agent run in hand). */
+  mayReclaim: boolean;
+}
+
+export type RunFenceDecision =
+  | { action: 'write'; reclaim: false; reason: 'the run holds the lock' }
+  | { action: 'write'; reclaim: true; reason: 'the lock lapsed and no other run has taken the card since' }
+  | { action: 'stale'; reason: string };
+
+/**
+ * The fence on a run's writes (DESIGN "No finished run is thrown away"). The rule, row by row:
+ *
+ * | lock        | the write                                                        | decision          |
+ * |-------------|------------------------------------------------------------------|-------------------|
+ * | this run    | anything                                                         | write             |
+ * | another run | anything                                                         | stale             |
+ * | nobody      | the run does not offer to reclaim                                | stale             |
+ * | nobody      | a move to running (a run that never started stays unstarted)     | stale             |
+ * | nobody      | the card is not running, or records another run (or none)        | stale             |
+ * | nobody      | the stalled check handed the job on (not in the active list)     | stale             |
+ * | nobody      | out of running, the card still this run's, the job still active  | write and reclaim |
+ *
+ * A lapsed lock with the job still active and the card still this run's means that no other run
+ * has taken the card: a take sets a lock, and a run that started moved the card to its own token.
+ * The write then takes the lock back in the same script, so BullMQ's finishing move that follows
+ * holds it. WRITE_LUA in card-script.ts carries out this table; its test runs the table against it.
+ */
+export function evaluateRunFence(s: RunFenceSnapshot): RunFenceDecision {
+  if (s.lock === 'this-run') return { action: 'write', reclaim: false, reason: 'the run holds the lock' };
+  if (s.lock === 'another-run') return { action: 'stale', reason: 'another run holds the lock' };
+  if (!s.mayReclaim) return { action: 'stale', reason: 'the lock lapsed' };
+  if (s.to === 'running') return { action: 'stale', reason: 'the lock lapsed before the run started' };
+  if (s.state !== 'running' || s.cardRun !== 'this-run') return { action: 'stale', reason: 'another run has taken the card since' };
+  if (!s.jobActive) return { action: 'stale', reason: 'the stalled check handed the job on' };
+  return { action: 'write', reclaim: true, reason: 'the lock lapsed and no other run has taken the card since' };
+}
