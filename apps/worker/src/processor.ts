@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
-import { appendJobLog, type CardStore, type CardWriter } from '@lanes/queue';
+import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
 import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -244,7 +244,8 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
     throw new DelayedError();
   };
   if (action.kind === 'discard') return discard(action.reason);
-  const moved = await deps.store.transition(card, action.move, run.finishedAgentRun ? { ...writer, reclaimLockMs: deps.lockDurationMs } : writer);
+  const reclaimLockMs = run.finishedAgentRun ? reclaimLockMsFor(deps.lockDurationMs) : undefined;
+  const moved = await deps.store.transition(card, action.move, reclaimLockMs ? { ...writer, reclaimLockMs } : writer);
   const markDead = () => {
     if ('markDead' in action && action.markDead) slot.markDead(action.markDead.observedExitCode, action.markDead.message);
   };

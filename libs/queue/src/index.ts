@@ -6,7 +6,7 @@ export { EventWindow } from './event-window.js';
 export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type StoredEvent } from './event-log.js';
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult } from './card-store.js';
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
-export { evaluateRunFence, type RunFenceDecision, type RunFenceSnapshot } from './run-fence.js';
+export { evaluateRunFence, reclaimLockMsFor, type RunFenceDecision, type RunFenceSnapshot } from './run-fence.js';
 export { appendJobLog } from './job-log-append.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';

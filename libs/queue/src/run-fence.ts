@@ -1,4 +1,5 @@
 import type { CardState } from '@lanes/contracts';
+import { installedBullmqVersion, JOB_LAYOUT_BULLMQ_VERSION } from './bullmq-job-layout.js';
 
 /**
  * What Redis holds, when a run's write arrives, that decides whether the run still owns its card.
@@ -50,4 +51,17 @@ export function evaluateRunFence(s: RunFenceSnapshot): RunFenceDecision {
   if (s.state !== 'running' || s.cardRun !== 'this-run') return { action: 'stale', reason: 'another run has taken the card since' };
   if (!s.jobActive) return { action: 'stale', reason: 'the stalled check handed the job on' };
   return { action: 'write', reclaim: true, reason: 'the lock lapsed and no other run has taken the card since' };
+}
+
+/**
+ * Taking a lapsed lock back writes BullMQ's lock key and stalled set as its extendLock does, and
+ * reads its active list: BullMQ's internals, checked against this version only (run-fence.test.ts
+ * and test/chaos/partition.test.ts run BullMQ's own finishing move and stalled check after it).
+ * Under any other BullMQ a lapsed lock stays lapsed, and the finished run is discarded as before.
+ */
+export const RUN_FENCE_BULLMQ_VERSION = JOB_LAYOUT_BULLMQ_VERSION;
+
+/** How long a finished run takes a lapsed lock back for: the lock's own duration, or undefined (no reclaim) under another BullMQ. */
+export function reclaimLockMsFor(lockDurationMs: number, bullmqVersion: string = installedBullmqVersion): number | undefined {
+  return bullmqVersion === RUN_FENCE_BULLMQ_VERSION ? lockDurationMs : undefined;
 }

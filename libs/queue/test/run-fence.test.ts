@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Card, CardState } from '@lanes/contracts';
-import { CardStore, createRedis, evaluateRunFence, keys, type CardMove, type RunFenceSnapshot } from '@lanes/queue';
+import { CardStore, createRedis, evaluateRunFence, keys, reclaimLockMsFor, type CardMove, type RunFenceSnapshot } from '@lanes/queue';
+import { installedBullmqVersion } from '../src/bullmq-job-layout.js';
+import { RUN_FENCE_BULLMQ_VERSION } from '../src/run-fence.js';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 const LOCK_MS = 5_000;
@@ -28,6 +30,18 @@ const expected = (d: ReturnType<typeof evaluateRunFence>) => (d.action === 'stal
 describe('evaluateRunFence', () => {
   it.each(ROWS)('%s', (_name, snapshot, want) => {
     expect(expected(evaluateRunFence(snapshot))).toBe(want);
+  });
+});
+
+describe('the reclaim is gated on the BullMQ it was checked against', () => {
+  it('is offered under that version only', () => {
+    expect(reclaimLockMsFor(5_000, RUN_FENCE_BULLMQ_VERSION)).toBe(5_000);
+    expect(reclaimLockMsFor(5_000, '6.7.1')).toBeUndefined();
+    expect(reclaimLockMsFor(5_000, '7.0.0')).toBeUndefined();
+  });
+  it('is open here: the installed BullMQ is that version', () => {
+    expect(installedBullmqVersion).toBe(RUN_FENCE_BULLMQ_VERSION);
+    expect(reclaimLockMsFor(5_000)).toBe(5_000);
   });
 });
 
