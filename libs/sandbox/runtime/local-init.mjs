@@ -209,8 +209,9 @@ function reportSpawnFailure(id, argv, cwd, error) {
  * Ends the whole sandbox. Inside a PID namespace our exit takes everything with it (pid 1 is the
  * sh that waits for us); in a plain process group commands run in their own sessions, so every
  * process carrying this sandbox's id is SIGKILLed, pass after pass until none is left, first.
- * The host is told first: a command killed here is reported as an exit (137, with its output) a
- * moment before this process exits, and a poll in that moment must not find the sandbox live.
+ * The host is told first, and each command killed here is reported like any exit (137, with its
+ * output) before this process exits, as Modal reports the execs of a task it ends; a poll between
+ * that report and the exit must not find the sandbox live (the host reads `ending`).
  */
 let ending = false;
 function endSandbox(exitCode) {
@@ -228,7 +229,8 @@ function endSandbox(exitCode) {
         // already gone
       }
     }
-    if (members.length === 0 || Date.now() > deadline) process.exit(exitCode);
+    // `commands` empties as each killed command's exit is sent (after its output drains).
+    if ((members.length === 0 && commands.size === 0) || Date.now() > deadline) process.exit(exitCode);
     setTimeout(sweep, END_SWEEP_INTERVAL_MS);
   };
   sweep();

@@ -199,7 +199,7 @@ describe.each(modes)('local provider (%s)', (isolation) => {
 
   it('a lifetime that runs out under a printing command: its exit comes back as 137 with the output, and a poll right after says exited(124), not live', async () => {
     const { provider } = await setup();
-    const handle = await provider.create({ ...testSpec(), timeoutMs: 600 });
+    const handle = await provider.create({ ...testSpec(), timeoutMs: 1_000 });
     const result = await handle.exec(['sh', '-c', 'echo started; sleep 30']);
     // The init killed the command as it ended the sandbox, and reported it like any exit.
     expect(result).toMatchObject({ exitCode: 137, stdout: 'started\n', timedOut: false, cancelled: false });
