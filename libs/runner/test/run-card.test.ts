@@ -189,6 +189,69 @@ describe('runCard on a real local sandbox', () => {
     expect(await handle.poll()).toEqual({ state: 'live' });
   });
 
+  /** The real handle, counting its polls and recording each exec's argv and result. */
+  const watched = (h: SandboxHandle) => {
+    const seen = { polls: 0, execs: [] as string[][], results: [] as Awaited<ReturnType<SandboxHandle['exec']>>[] };
+    const on: SandboxHandle = {
+      id: h.id,
+      provider: h.provider,
+      workdir: h.workdir,
+      exec: async (argv, options) => {
+        seen.execs.push([...argv]);
+        const result = await h.exec(argv, options);
+        seen.results.push(result);
+        return result;
+      },
+      poll: () => {
+        seen.polls++;
+        return h.poll();
+      },
+      writeFile: (path, data) => h.writeFile(path, data),
+      readFile: (path, options) => h.readFile(path, options),
+      resetDirs: (paths, options) => h.resetDirs(paths, options),
+      terminate: () => h.terminate(),
+    };
+    return { on, seen };
+  };
+
+  it.each([
+    ['prints, then kills itself with SIGKILL', ['sh', '-c', 'echo hi; kill -9 $$'], 137],
+    ['prints, then kills itself with SIGTERM', ['sh', '-c', 'echo hi >&2; kill -TERM $$'], 143],
+    ['prints, then exits 124', ['sh', '-c', 'echo hi; exit 124'], 124],
+  ] as const)('%s on a live sandbox: one poll, no canary, and the result stands as reported (command-failed)', async (_name, agentArgv, code) => {
+    const { on, seen } = watched(handle);
+    const outcome = await run(card({}), lane({ agent: [...agentArgv] }), { on });
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: code, step: 'agent' });
+    expect(seen.polls).toBe(1);
+    expect(seen.execs).toEqual([agentArgv]);
+  });
+
+  it('a bare 137 (no output) on a live sandbox still gets poll and canary, and stays a command failure', async () => {
+    const { on, seen } = watched(handle);
+    const outcome = await run(card({}), lane({ agent: ['sh', '-c', 'kill -9 $$'] }), { on });
+    expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 137, step: 'agent' });
+    expect(seen.polls).toBe(1);
+    expect(seen.execs).toEqual([['sh', '-c', 'kill -9 $$'], ['echo', expect.stringMatching(/^nonce-/)]]);
+  });
+
+  it('a sandbox that ends under an agent which printed: its exit 137 with output is confirmed by one poll, sandbox-dead with the sandbox’s code 124', async () => {
+    // The init ends the sandbox when its lifetime runs out, killing the agent: the agent's exit is
+    // reported (137, with what it printed), not an error, as Modal reports a terminated task's exec.
+    const doomed = await provider.create({ image: 'local', timeoutMs: 2_500, tags: { lane: 'runner-test', slot: '3', worker: `w-${process.pid}` } });
+    try {
+      const { on, seen } = watched(doomed);
+      const outcome = await run(card({ mode: 'sleep' }), lane(), { on });
+      expect(seen.results.at(-1)).toMatchObject({ exitCode: 137, stdout: 'started\n', timedOut: false, cancelled: false });
+      expect(outcome).toMatchObject({ kind: 'sandbox-dead', observedExitCode: 124, step: 'agent' });
+      expect(outcome.kind === 'sandbox-dead' && outcome.message).toMatch(/exit 137 with output could be the sandbox's death.*exited\(124\)/);
+      expect(seen.polls).toBe(1);
+      expect(seen.execs).toEqual([[process.execPath, agentPath]]);
+      expect(await handle.poll()).toEqual({ state: 'live' });
+    } finally {
+      await doomed.terminate();
+    }
+  });
+
   it('a failing setup command fails the card at setup[i] and the agent never runs', async () => {
     const c = card({ mode: 'result', result: { never: true } });
     const outcome = await run(c, lane({ setup: [['true'], ['sh', '-c', 'echo clone failed >&2; exit 4'], ['true']] }));
