@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentFileError } from '@lanes/contracts';
 import type { ExecResult, SandboxHandle } from '@lanes/sandbox';
-import { runModalCommand } from '../src/modal/modal-exec.js';
+import { type OutputChars, runModalCommand } from '../src/modal/modal-exec.js';
 import { modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
 
 // Every command the handle runs goes through here; the spy shows what the worker collected.
@@ -57,12 +57,12 @@ function execsSince(handle: SandboxHandle, from: number) {
   return (f.server.sandbox(handle.id)?.execs ?? []).slice(from);
 }
 
-async function readsOf(): Promise<Array<{ stdoutChars: number | undefined; result: ExecResult }>> {
+async function readsOf(): Promise<Array<{ keep: OutputChars | undefined; result: ExecResult }>> {
   const mock = vi.mocked(runModalCommand).mock;
   const results = await Promise.allSettled(mock.results.map((r) => r.value as Promise<ExecResult>));
   return mock.calls.flatMap((call, i) => {
     const settled = results[i];
-    return settled?.status === 'fulfilled' ? [{ stdoutChars: call[3] as number | undefined, result: settled.value }] : [];
+    return settled?.status === 'fulfilled' ? [{ keep: call[3], result: settled.value }] : [];
   });
 }
 
@@ -139,8 +139,10 @@ describe('ModalSandboxHandle.readFile: one bounded exec', () => {
     const reads = await readsOf();
     expect(reads).toHaveLength(1);
     const [read] = reads;
-    expect(read?.stdoutChars).toBeLessThanOrEqual(BOUND_CHARS);
-    expect(read?.result.stdout.length).toBeLessThanOrEqual(read?.stdoutChars ?? 0);
+    expect(read?.keep?.stdout).toBeLessThanOrEqual(BOUND_CHARS);
+    // stderr only carries the shell's complaints: a few KiB, not the command default (1 MiB).
+    expect(read?.keep?.stderr).toBeLessThanOrEqual(8_192);
+    expect(read?.result.stdout.length).toBeLessThanOrEqual(read?.keep?.stdout ?? 0);
   });
 
   it('a read that blocks (standing in for a FIFO swapped in before the open) ends at the file deadline as the agent’s failure; the sandbox serves the next command', async () => {

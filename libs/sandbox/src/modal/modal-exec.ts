@@ -29,6 +29,12 @@ export interface ModalExecContext {
   readonly maxOutputChars: number;
 }
 
+/** Output tail kept per stream for one command; default: the context's maxOutputChars. */
+export interface OutputChars {
+  stdout?: number;
+  stderr?: number;
+}
+
 /** Kill execs tried before concluding the group cannot be killed. */
 const MAX_KILL_ATTEMPTS = 3;
 
@@ -128,10 +134,10 @@ async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: nu
  * argv goes through the process-group wrapper, `wait()` is raced against periodic `poll()` so a
  * sandbox dying mid-command cannot hang it, and timeout/cancel kill the command's group, never the
  * sandbox. Throws SandboxGoneError when the sandbox died, ProviderUnavailableError on transport trouble.
- * `stdoutChars`: the stdout tail kept, when one call needs its own bound (a file read sets it from
- * its byte cap, so what the sandbox sends cannot grow the worker).
+ * `keep`: the output tail kept per stream, when one call needs its own bound (a file read sets
+ * stdout's from its byte cap, so what the sandbox sends cannot grow the worker).
  */
-export async function runModalCommand(ctx: ModalExecContext, argv: readonly string[], options: ExecOptions = {}, stdoutChars = ctx.maxOutputChars): Promise<ExecResult> {
+export async function runModalCommand(ctx: ModalExecContext, argv: readonly string[], options: ExecOptions = {}, keep: OutputChars = {}): Promise<ExecResult> {
   const scope = { kind: 'sandbox' as const, sandboxId: ctx.sandboxId };
   if (argv.length === 0) throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'exec needs a program (argv is empty)');
   const startedAt = ctx.now();
@@ -164,8 +170,8 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     throw toLanesError(err, scope);
   }
 
-  const stdout = new Collector(proc.stdout, 'stdout', stdoutChars, options.onOutput);
-  const stderr = new Collector(proc.stderr, 'stderr', ctx.maxOutputChars, options.onOutput);
+  const stdout = new Collector(proc.stdout, 'stdout', keep.stdout ?? ctx.maxOutputChars, options.onOutput);
+  const stderr = new Collector(proc.stderr, 'stderr', keep.stderr ?? ctx.maxOutputChars, options.onOutput);
   const exited: Promise<Outcome> = proc.wait().then(
     (code) => ({ kind: 'exit', code }),
     (error: unknown) => ({ kind: 'error', error }),

@@ -10,6 +10,9 @@ const VERDICT_LINE_CHARS = 64;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** stderr kept from a read: enough for the shell's complaint or "lanes: base64 is missing…". */
+export const READ_FILE_STDERR_CHARS = 4_096;
+
 /**
  * The most READ_FILE_SCRIPT can answer for a file at `relative` under a cap of maxBytes: its verdict
  * line and maxBytes + 1 bytes in base64. The read collects this much and no more, so the worker

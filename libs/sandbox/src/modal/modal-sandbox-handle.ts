@@ -8,7 +8,7 @@ import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
 import type { ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { readFileArgv } from './modal-exec-scripts.js';
-import { parseFileRead, readFileOutputChars } from './modal-read-file.js';
+import { READ_FILE_STDERR_CHARS, parseFileRead, readFileOutputChars } from './modal-read-file.js';
 import { resetDirsArgv, resetResult, resetTargets } from '../reset-dirs.js';
 
 export interface ModalHandleTiming {
@@ -142,7 +142,8 @@ export class ModalSandboxHandle implements SandboxHandle {
     const maxChars = readFileOutputChars(relative, maxBytes);
     // Not queued behind a running command, like the SDK's own file calls (DESIGN failure 4). One
     // character over the bound is kept, so an answer past it is seen as such.
-    const read = await runModalCommand(this.#execContext, readFileArgv(this.workdir, relative, maxBytes), { timeoutMs: this.#timing.fileOpTimeoutMs }, maxChars + 1);
+    const keep = { stdout: maxChars + 1, stderr: READ_FILE_STDERR_CHARS };
+    const read = await runModalCommand(this.#execContext, readFileArgv(this.workdir, relative, maxBytes), { timeoutMs: this.#timing.fileOpTimeoutMs }, keep);
     return parseFileRead(name, read, maxBytes, maxChars);
   }
 
