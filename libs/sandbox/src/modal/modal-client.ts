@@ -156,6 +156,11 @@ export function createModalClient(options: ModalClientFactoryOptions = {}): Moda
   if (!hasToken && !hasOAuth) {
     throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'no Modal credentials: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (or a profile in ~/.modal.toml)');
   }
+  // The SDK's V1 path (MODAL_SANDBOX_V2=0, or `sandbox_v2 = false` in the profile) is one lanes never
+  // runs or tests, and the local Modal server does not serve; refuse it rather than guess.
+  if (!p.sandboxV2) {
+    throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'V1 sandboxes are not supported: unset MODAL_SANDBOX_V2 (or remove sandbox_v2 = false from the Modal profile)');
+  }
   const client: ModalClientLike = real;
   return client;
 }
