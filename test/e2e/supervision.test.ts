@@ -6,11 +6,32 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import type { CardRecord, LaneConfigInput, SandboxRecord } from '@lanes/contracts';
 import { EventLog } from '@lanes/queue';
-import { FaultyProvider, createFaultyProvider } from '@lanes/sandbox';
+import { FaultyProvider, createFaultyProvider, type SandboxProvider } from '@lanes/sandbox';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const agent = [process.execPath, DEMO_AGENT];
 const fastRespawn = { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 };
+
+/**
+ * The lane's first sandbox gets a lifetime of `lifetimeMs` (the local init ends it then, killing
+ * what runs in it); later ones get the worker's own. Nothing else about the provider changes.
+ */
+function firstSandboxLives(lifetimeMs: number) {
+  return (inner: SandboxProvider): SandboxProvider => {
+    let first = true;
+    return {
+      name: inner.name,
+      create: (spec, options) => {
+        const lifetime = first ? { timeoutMs: lifetimeMs } : {};
+        first = false;
+        return inner.create({ ...spec, ...lifetime }, options);
+      },
+      list: (tags) => inner.list(tags),
+      terminateById: (id) => inner.terminateById(id),
+      close: () => inner.close(),
+    };
+  };
+}
 
 /** Nothing in a card's history or its lane may call a sandbox death an outage. */
 function expectNoOutage(card: CardRecord) {
@@ -85,6 +106,61 @@ describe('supervision end to end: dead, not down', () => {
     expect(lane.outage).toBe(false);
     expect(lane.breaker.state).toBe('closed');
     expect(lane.slots[0]!.sandbox).toMatchObject({ id: done.sandboxId, state: 'live' });
+  });
+
+  it('a sandbox that ends under an agent which printed: the exit 137 with output is confirmed by a poll, blocked sandbox-dead (124) without spending an attempt, then done on a new sandbox', async () => {
+    const marks = mkdtempSync(join(tmpdir(), 'lanes-death-exit-'));
+    try {
+      // First run: leave a mark, print, and work until the sandbox ends. Any later run: done at once.
+      const script = 'if [ -e "$1" ]; then echo again; exit 0; fi; : > "$1"; echo working; sleep 60';
+      const lane: LaneConfigInput = { name: 'deathexit', slots: 1, agent: ['sh', '-c', script, 'agent', join(marks, 'ran')], respawn: fastRespawn };
+      t = await startTestStack(redis.url, [lane], { wrap: firstSandboxLives(4_000) });
+      const { api } = t;
+      const first = await waitFor('a live sandbox', async () => {
+        const sb = (await api.lanes())[0]!.slots[0]?.sandbox;
+        return sb?.state === 'live' ? sb : undefined;
+      });
+      await api.request('POST', '/v1/cards', { id: 'de-1', lane: 'deathexit', title: 'outlived by its sandbox' });
+
+      const done = await api.waitCard('de-1', 'done', (c) => c.state === 'done', 30_000);
+      const blocked = done.history.find((h) => h.state === 'blocked')!;
+      expect(blocked).toMatchObject({ blockedReason: 'sandbox-dead', verdict: 'sandbox-dead', observedExitCode: 124, sandboxId: first.id });
+      // The death came back as the agent's exit status with its output, and one poll confirmed it.
+      expect(blocked.message).toMatch(/exit 137 with output could be the sandbox's death.*poll: sandbox exited\(124\)/);
+      expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'blocked', 'queued', 'running', 'done']);
+      expect(done.attempts).toBe(1);
+      expect(done.infraRetries).toBe(1);
+      expect(done.sandboxId).not.toBe(first.id);
+      expectNoOutage(done);
+
+      const dead = (await api.request<SandboxRecord>('GET', `/v1/sandboxes/${first.id}`)).body;
+      expect(dead).toMatchObject({ state: 'dead', observedExitCode: 124, replacedBy: done.sandboxId });
+      const lanes = (await api.lanes())[0]!;
+      expect(lanes.breaker.state).toBe('closed');
+      expect(lanes.slots[0]!.sandbox).toMatchObject({ id: done.sandboxId, state: 'live' });
+    } finally {
+      rmSync(marks, { recursive: true, force: true });
+    }
+  });
+
+  it('an agent that prints and kills itself (137) on a live sandbox: command-failed, its attempt spent, the same sandbox serves on', async () => {
+    const lane: LaneConfigInput = { name: 'selfkill', slots: 1, agent: ['sh', '-c', 'echo hi; kill -9 $$'], attempts: 1, respawn: fastRespawn };
+    t = await startTestStack(redis.url, [lane]);
+    const { api } = t;
+    await api.request('POST', '/v1/cards', { id: 'sk-1', lane: 'selfkill', title: 'kills itself' });
+    const failed = await api.waitCard('sk-1', 'failed', (c) => c.state === 'failed');
+    expect(failed).toMatchObject({ failedReason: 'command-failed', attempts: 1, infraRetries: 0 });
+    expect(failed.history.at(-1)!.message).toMatch(/agent exited 137: hi$/);
+    expect(failed.history.some((h) => h.state === 'blocked')).toBe(false);
+    const slot = (await api.lanes())[0]!.slots[0]!;
+    expect(slot.sandbox).toMatchObject({ id: failed.sandboxId, state: 'live' });
+    const conn = new Redis(redis.url);
+    try {
+      const types = (await new EventLog(conn).recent(200)).filter((e) => e.lane === 'selfkill').map((e) => e.type);
+      expect(types).not.toContain('sandbox.dead');
+    } finally {
+      conn.disconnect();
+    }
   });
 
   it('a sandbox that dies while its slot is idle is respawned before any card meets it', async () => {
