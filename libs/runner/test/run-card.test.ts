@@ -231,7 +231,10 @@ describe('runCard on a real local sandbox', () => {
     const outcome = await run(card({}), lane({ agent: ['sh', '-c', 'kill -9 $$'] }), { on });
     expect(outcome).toMatchObject({ kind: 'failed', failedReason: 'command-failed', exitCode: 137, step: 'agent' });
     expect(seen.polls).toBe(1);
-    expect(seen.execs).toEqual([['sh', '-c', 'kill -9 $$'], ['echo', expect.stringMatching(/^nonce-/)]]);
+    expect(seen.execs).toEqual([
+      ['sh', '-c', 'kill -9 $$'],
+      ['echo', expect.stringMatching(/^nonce-/)],
+    ]);
   });
 
   it('a sandbox that ends under an agent which printed: its exit 137 with output is confirmed by one poll, sandbox-dead with the sandbox’s code 124', async () => {
