@@ -46,7 +46,7 @@ describe('planProbe', () => {
     ['bare exit 143: one poll', ran(143, ''), 'poll'],
     ['exit 128 with output: one poll', ran(128, 'x'), 'poll'],
     ['exit 127 with output', ran(127, 'x'), 'skip'],
-    ['a user cancel with output', { ...ran(130, 'partial'), cancelled: true }, 'skip'],
+    ['a user cancel with output', { kind: 'exited', exitCode: 130, stdout: 'partial', stderr: '', timedOut: false, cancelled: true }, 'skip'],
     ['threw', { kind: 'threw', error: 'other', message: 'x' }, 'probe'],
     ['threw sandbox-gone, no code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x' }, 'probe'],
     ['threw sandbox-gone with the code seen', { kind: 'threw', error: 'sandbox-gone', message: 'x', observedExitCode: 137 }, 'seen'],
