@@ -66,8 +66,24 @@ describe('a worker SIGKILLed mid-card', () => {
     const recordFile = join(sandboxDir, leftover.id, 'sandbox.json');
     const { ownerPid: _pid, ownerStartTime: _start, ...oldRecord } = JSON.parse(readFileSync(recordFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(recordFile, JSON.stringify(oldRecord));
+    // Two more that the listing shows without a worker tag, as a provider that lists no tags would
+    // (Modal's SandboxInfo.tags is not exposed): one lanes recorded as that worker's when it made it,
+    // and one lanes has no record of, whose owner stays unknown and which must be kept.
+    const untagged = async (slot: string) => {
+      const s = await bystander!.create({ image: 'local', tags: { lane: 'orph', slot, worker: '' } });
+      const file = join(sandboxDir, s.id, 'sandbox.json');
+      const { ownerPid: _p, ownerStartTime: _s, ...rest } = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      writeFileSync(file, JSON.stringify(rest));
+      return s;
+    };
+    const recorded = await untagged('recorded');
+    const unknown = await untagged('unknown');
+    const recordConn = new Redis(redis.url);
+    await new FleetStore(recordConn).putSandbox({ id: recorded.id, provider: 'local', state: 'creating', lane: 'orph', slot: '0', worker: owner });
+    recordConn.disconnect();
     await t.stack.supervisor!.sweep();
     expect(isAlive(leftover.pid!)).toBe(true);
+    expect(isAlive(recorded.pid!)).toBe(true);
     expect(sandboxIds.every((id) => sandboxMembers(id).length > 0)).toBe(true);
 
     await worker.crash();
@@ -77,20 +93,26 @@ describe('a worker SIGKILLed mid-card', () => {
 
     const conn = new Redis(redis.url);
     try {
-      const reaped = await waitFor('the leftover to be reaped', async () => {
+      const reaped = await waitFor('the leftovers to be reaped', async () => {
         const found = (await new EventLog(conn).recent(100)).filter((e) => e.type === 'sandbox.reaped');
-        return found.length ? found : undefined;
+        return found.length >= 2 ? found : undefined;
       });
-      // The worker's own sandboxes had already ended with it; the supervisor reaped only the leftover.
-      expect(reaped.map((e) => e.sandboxId)).toEqual([leftover.id]);
-      expect(reaped[0]!.data?.owner).toBe(owner);
+      // The worker's own sandboxes had already ended with it; the supervisor reaped only the leftovers,
+      // the untagged one through lanes' record of who made it.
+      expect(reaped.map((e) => e.sandboxId).sort()).toEqual([leftover.id, recorded.id].sort());
+      expect(reaped.every((e) => e.data?.owner === owner)).toBe(true);
       expect(isAlive(leftover.pid!)).toBe(false);
+      expect(isAlive(recorded.pid!)).toBe(false);
+      // Unknown never destroys: the untagged sandbox lanes has no record of is still there.
+      await t.stack.supervisor!.sweep();
+      expect(isAlive(unknown.pid!)).toBe(true);
       // With nothing left to reap on its behalf, the dead worker's records go too, and so do the dirs.
       const fleet = new FleetStore(conn);
       await waitFor('the dead worker to be forgotten', async () => !(owner in (await fleet.beats())));
       expect((await fleet.slots('orph')).some((s) => s.worker === owner)).toBe(false);
       expect((await t.api.lanes())[0]!.slots).toEqual([]);
       await waitFor("the dead sandboxes' directories to be removed", () => sandboxIds.every((id) => !existsSync(join(sandboxDir, id))));
+      await bystander!.terminateById(unknown.id);
     } finally {
       conn.disconnect();
     }

@@ -12,6 +12,7 @@ import type { CallbackConcurrencyConfig, CallbackRetryConfig } from './callback-
 import {
   LivenessTracker,
   evaluateFleet,
+  attributeOwners,
   evaluateOrphans,
   evaluateRedriveGate,
   evaluateWorkerRecords,
@@ -121,9 +122,12 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     const remaining: ListedSandbox[] = [];
     let complete = true;
     for (const provider of new Set(options.providers)) {
-      let listed;
+      let listed: ListedSandbox[];
       try {
         listed = await provider.list();
+        // Owners the listing does not tag come from lanes' own record of what it created.
+        const untagged = listed.filter((s) => !s.tags.worker).map((s) => s.id);
+        if (untagged.length) listed = attributeOwners(listed, await fleet.sandboxOwners(untagged));
       } catch (err) {
         log.warn({ err, provider: provider.name }, 'could not list sandboxes; no reaping on this provider this sweep');
         complete = false;

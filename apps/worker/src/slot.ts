@@ -201,6 +201,9 @@ export class Slot {
       log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
       return { kind: 'retry', reason: String(err) };
     }
+    // Recorded before anything uses it (file sync, canary): a worker that dies from here on leaves a
+    // sandbox the supervisor can still attribute, and reap, when the provider lists it without tags.
+    this.deps.record({ ...this.recordOf(handle), state: 'creating' });
     if (this.stopped) {
       await bestEffort('terminate sandbox created while stopping', () => handle.terminate(), warnTo(log));
       return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };

@@ -1,5 +1,14 @@
 import type { Redis } from 'ioredis';
-import { LaneIsolationSchema, LivenessVerdictSchema, type BreakerStateName, type LaneIsolation, type LivenessVerdict, type SandboxRecord, type SlotStatus } from '@lanes/contracts';
+import {
+  LaneIsolationSchema,
+  LivenessVerdictSchema,
+  SandboxRecordSchema,
+  type BreakerStateName,
+  type LaneIsolation,
+  type LivenessVerdict,
+  type SandboxRecord,
+  type SlotStatus,
+} from '@lanes/contracts';
 import { keys } from './names.js';
 
 /** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
@@ -141,6 +150,18 @@ export class FleetStore {
     const key = keys.sandbox(record.id);
     const previous = await this.sandbox(record.id);
     await this.redis.set(key, JSON.stringify({ ...previous, ...record }), 'EX', SANDBOX_RECORD_TTL_S);
+  }
+
+  /** The owners lanes recorded for these sandboxes (one round trip); ids it has no record of are absent. */
+  async sandboxOwners(ids: readonly string[]): Promise<Record<string, { worker: string; lane: string; slot: string }>> {
+    if (ids.length === 0) return {};
+    const raws = await this.redis.mget(...ids.map((id) => keys.sandbox(id)));
+    const owners: Record<string, { worker: string; lane: string; slot: string }> = {};
+    ids.forEach((id, i) => {
+      const parsed = SandboxRecordSchema.pick({ worker: true, lane: true, slot: true }).safeParse(safeJson(raws[i] ?? 'null'));
+      if (parsed.success) owners[id] = parsed.data;
+    });
+    return owners;
   }
 
   async sandbox(id: string): Promise<SandboxRecord | undefined> {

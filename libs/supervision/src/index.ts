@@ -39,7 +39,17 @@ export { evaluateInfraRetry, type InfraRetryDecision } from './infra-budget.js';
 export { selectRedrive, type BlockedCard, type RedriveTrigger, type RedriveDecision } from './redrive.js';
 export { desiredSlots, desiredWorkers, type LaneLoad, type SlotBounds, type SlotsDecision } from './desired-slots.js';
 export { evaluateScale, type ScaleSnapshot, type ScaleDepth, type ScaleDecision } from './scale-demand.js';
-export { evaluateOrphans, evaluateWorkerRecords, type ListedSandbox, type OrphanSnapshot, type OrphanOptions, type OrphanDecision, type WorkerRecordDecision } from './orphans.js';
+export {
+  attributeOwners,
+  evaluateOrphans,
+  evaluateWorkerRecords,
+  type SandboxOwnerRecord,
+  type ListedSandbox,
+  type OrphanSnapshot,
+  type OrphanOptions,
+  type OrphanDecision,
+  type WorkerRecordDecision,
+} from './orphans.js';
 export {
   DEFAULT_LIVENESS_CONFIG,
   INITIAL_LIVENESS_STATE,

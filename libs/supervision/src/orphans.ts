@@ -31,6 +31,28 @@ export interface OrphanOptions {
   reapAfterSilenceMs?: number;
 }
 
+/** Who lanes recorded as a sandbox's creator when it made it (FleetStore's sandbox record). */
+export interface SandboxOwnerRecord {
+  worker: string;
+  lane: string;
+  slot: string;
+}
+
+/**
+ * Fills in the owner of each listed sandbox that carries no `worker` tag from lanes' own record of
+ * the sandboxes it created: a provider may list without tags (Modal's `SandboxInfo.tags` is "not yet
+ * exposed in client library"). Tags the listing carries win; a sandbox lanes has no record of keeps
+ * no owner, so it stays unknown and is kept.
+ */
+export function attributeOwners(listed: readonly ListedSandbox[], records: Readonly<Record<string, SandboxOwnerRecord | undefined>>): ListedSandbox[] {
+  return listed.map((s) => {
+    if (s.tags.worker) return s;
+    const record = records[s.id];
+    if (!record?.worker) return s;
+    return { ...s, tags: { lane: s.tags.lane ?? record.lane, slot: s.tags.slot ?? record.slot, worker: record.worker } };
+  });
+}
+
 export type OrphanDecision = { action: 'reap'; id: string; reason: string } | { action: 'keep'; id: string; reason: string };
 
 /**

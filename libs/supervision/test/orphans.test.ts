@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LivenessVerdict, WorkerLiveness } from '@lanes/contracts';
-import { evaluateOrphans, type ListedSandbox } from '@lanes/supervision';
+import { attributeOwners, evaluateOrphans, type ListedSandbox } from '@lanes/supervision';
 
 const sb = (id: string, worker?: string): ListedSandbox => ({ id, tags: worker === undefined ? {} : { worker, lane: 'a', slot: '0' } });
 const verdicts = (entries: Record<string, WorkerLiveness>): Record<string, LivenessVerdict> =>
@@ -65,6 +65,41 @@ describe('evaluateOrphans', () => {
       ['c', 'keep'],
       ['d', 'reap'],
       ['e', 'keep'],
+    ]);
+  });
+});
+
+describe('attributeOwners: owners from lanes’ own record when the listing carries no tags', () => {
+  const record = { worker: 'w-rec', lane: 'lane-rec', slot: 's-rec' };
+  it.each([
+    [
+      'a tagged sandbox keeps its tags, whatever the record says',
+      { id: 'a', tags: { worker: 'w-tag', lane: 'l', slot: '0' } },
+      { a: record },
+      { worker: 'w-tag', lane: 'l', slot: '0' },
+    ],
+    ['an untagged sandbox takes the recorded owner, lane and slot', { id: 'b', tags: {} }, { b: record }, { worker: 'w-rec', lane: 'lane-rec', slot: 's-rec' }],
+    [
+      'an empty worker tag counts as untagged; listed lane and slot win',
+      { id: 'c', tags: { worker: '', lane: 'l', slot: '1' } },
+      { c: record },
+      { worker: 'w-rec', lane: 'l', slot: '1' },
+    ],
+    ['an untagged sandbox lanes has no record of stays without an owner', { id: 'd', tags: {} }, {}, {}],
+  ])('%s', (_name, listed, records, tags) => {
+    expect(attributeOwners([listed], records)).toEqual([{ ...listed, tags }]);
+  });
+
+  it('an untagged sandbox of a gone owner is reaped once attributed; unattributed it is kept', () => {
+    const liveness = { 'w-rec': { worker: 'w-rec', liveness: 'gone' as const, reason: 'beats stopped', silentMs: 10_000 } };
+    const listed = [
+      { id: 'mine', tags: {} },
+      { id: 'stranger', tags: {} },
+    ];
+    const decisions = evaluateOrphans({ sandboxes: attributeOwners(listed, { mine: record }), liveness }, { reapAfterSilenceMs: 5_000 });
+    expect(decisions.map((d) => [d.id, d.action])).toEqual([
+      ['mine', 'reap'],
+      ['stranger', 'keep'],
     ]);
   });
 });
