@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetStore, createRedis, keys } from '@lanes/queue';
+import { livenessOf } from '@lanes/supervision';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 const uid = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
@@ -74,7 +75,12 @@ describe('FleetStore liveness (real Redis)', () => {
   });
 
   it('verdicts of a supervisor that stopped publishing expire: none reads as unknown, never gone', async () => {
-    await fleet.putLiveness([{ worker: uid('w'), liveness: 'gone', reason: 'stuck' }], 50);
+    const w = uid('w');
+    // Long enough to read it back before it expires on a loaded machine.
+    await fleet.putLiveness([{ worker: w, liveness: 'gone', reason: 'stuck' }], 500);
+    // Read as every reader reads it (the API's lane status, the slot scaler, lane scale): livenessOf.
+    expect(livenessOf(await fleet.liveness(), w)).toBe('gone');
     await waitFor('the verdicts to expire', async () => Object.keys(await fleet.liveness()).length === 0);
+    expect(livenessOf(await fleet.liveness(), w)).toBe('unknown');
   });
 });
