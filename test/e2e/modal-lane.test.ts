@@ -1,6 +1,8 @@
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { Status } from 'nice-grpc';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
@@ -19,6 +21,14 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
   let server: LocalModalServer;
   let t: TestStack;
 
+  /** The stack's log lines (an in-memory sink), to read what the worker said it did. */
+  const logLines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
   const laneNamed = async (name: string) => (await t.api.lanes()).find((l) => l.name === name)!;
   /** The execs the server started in a sandbox since `since` whose argv contains `marker`. */
   const execsSince = (sandboxId: string, marker: string, since: number) =>
@@ -48,6 +58,7 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
       ],
       {
         wrap: () => new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
+        log: pino({ level: 'info' }, sink),
       },
     );
   });
@@ -189,8 +200,21 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
     transitions.forEach((e, i) => {
       if (e.type === 'breaker.half-open') expect(Date.parse(e.at)).toBeGreaterThanOrEqual(Date.parse(String(transitions[i - 1]!.data?.retryAt)));
     });
-    // The only canaries the router ran since the faults were idle canaries on the live sandbox.
-    expect(execsSince(sandboxId, 'lanes-canary', since)).not.toHaveLength(0);
+    // The canary that closed it was an idle one on the live sandbox: it ran inside the last
+    // half-open window. The card's own probe canaries ran before its failure opened the breaker,
+    // and no canary runs while it is open.
+    const at = (e: { at: string }) => Date.parse(e.at);
+    const closedAt = at(transitions.at(-1)!);
+    const lastHalfOpenAt = at(transitions.filter((e) => e.type === 'breaker.half-open').at(-1)!);
+    const canaries = execsSince(sandboxId, 'lanes-canary', since);
+    expect(canaries.filter((e) => e.startedAt >= lastHalfOpenAt && e.endedAt !== undefined && e.endedAt <= closedAt)).not.toHaveLength(0);
+    // …and the worker says which: its idle probe's canary on that sandbox passed in that window.
+    const idlePassed = logLines.filter(
+      (l) => l.event === 'sandbox.idle-canary' && l.sandboxId === sandboxId && l.action === 'passed' && Number(l.time) >= lastHalfOpenAt && Number(l.time) <= closedAt,
+    );
+    expect(idlePassed).not.toHaveLength(0);
+    const firstHalfOpenAt = at(transitions.find((e) => e.type === 'breaker.half-open')!);
+    expect(canaries.filter((e) => e.startedAt > at(transitions[0]!) && e.startedAt < firstHalfOpenAt)).toEqual([]);
     expect(server.faults.calls('SandboxCreateV2')).toBe(createsBefore);
   }, 90_000);
 
