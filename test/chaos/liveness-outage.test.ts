@@ -96,7 +96,7 @@ describe('liveness across hosts whose clocks disagree', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("a supervisor whose wall clock runs a minute ahead of the worker's reaps nothing of it", async () => {
+  it("a supervisor whose clocks (wall, and the monotonic one liveness is judged on) run a minute ahead of the worker's judges it alive and reaps nothing of it", async () => {
     const sandboxDir = join(dir, 'sandboxes');
     worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir, lanes: [lane], env: { LANES_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS) } });
     t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: false, worker: false }, sandboxDir });
@@ -110,12 +110,15 @@ describe('liveness across hosts whose clocks disagree', () => {
       providers: registry.all(lanes),
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       sweepIntervalMs: HEARTBEAT_INTERVAL_MS / 2,
-      // Another host, its clock a minute ahead: only ever used for event timestamps now.
+      // Another host, its clocks a minute ahead. The wall clock is only used for event timestamps;
+      // liveness runs on the monotonic one, and judges beats by sequence, never by the worker's time.
       now: () => Date.now() + 60_000,
+      monotonicNow: () => performance.now() + 60_000,
     });
     await supervisor.start();
     await t.api.request('POST', '/v1/cards', { id: 'skew-1', lane: 'outage', title: 'runs beside a skewed supervisor', metadata: { sleepMs: 3 * HEARTBEAT_TIMEOUT_MS } });
     const running = await t.api.waitCard('skew-1', 'running', (c) => c.state === 'running' && Boolean(c.sandboxId));
+    await waitFor('the skewed supervisor to judge the worker alive', async () => (await t!.api.lanes())[0]!.slots[0]?.workerLiveness === 'alive');
     const done = await t.api.waitCard('skew-1', 'done', (c) => c.state === 'done', 30_000);
     expect(done.sandboxId).toBe(running.sandboxId);
     expect(done.history.some((h) => h.state === 'blocked')).toBe(false);
