@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port.js';
 import { join } from 'node:path';
-import { LanesError } from '@lanes/contracts';
+import { LanesError, formatRedisTarget, type RedisTarget } from '@lanes/contracts';
 
 /** A local Redis either answers PING this fast or is not there. */
 export const REDIS_PROBE_TIMEOUT_MS = 500;
@@ -18,20 +18,21 @@ export class RedisUnavailableError extends LanesError {
   constructor(localPort = DEFAULT_LOCAL_REDIS.port) {
     super(
       [
-        `no Redis: REDIS_URL is unset, nothing answers on ${DEFAULT_LOCAL_REDIS.host}:${localPort}, and there is no redis-server on PATH.`,
+        `no Redis: REDIS_URL and REDIS_SENTINELS are unset, nothing answers on ${DEFAULT_LOCAL_REDIS.host}:${localPort}, and there is no redis-server on PATH.`,
         'Get one with any of:',
         '  apt install redis-server        (Debian/Ubuntu)',
         '  brew install redis              (macOS)',
         '  docker compose up -d redis      (from this repository)',
-        'or point REDIS_URL at an existing Redis (redis://host:6379).',
+        'or point REDIS_URL at an existing Redis (redis://host:6379), or REDIS_SENTINELS and REDIS_SENTINEL_NAME at its sentinels.',
       ].join('\n'),
     );
   }
 }
 
 export interface ResolvedRedis {
+  /** A URL of any form createRedis reads (the Sentinel form for a Sentinel target). */
   url: string;
-  source: 'REDIS_URL' | 'local 6379' | 'embedded redis-server';
+  source: 'REDIS_URL' | 'Sentinel' | 'local 6379' | 'embedded redis-server';
   /** Stops the redis-server we started; a no-op for one we only connected to. */
   stop(): Promise<void>;
 }
@@ -62,13 +63,16 @@ export interface ResolveRedisOptions {
 }
 
 /**
- * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
+ * The configured Redis (`LanesEnv.redis`: REDIS_URL, or REDIS_SENTINELS) if there is one, probing
+ * and starting nothing; else 127.0.0.1:6379 if it answers; else a redis-server from PATH on a free
  * port with AOF in `dataDir` and a password of its own; else RedisUnavailableError saying how to get one.
  */
-export async function resolveRedis(env: { REDIS_URL?: string | undefined }, dataDir: string, options: ResolveRedisOptions = {}): Promise<ResolvedRedis> {
+export async function resolveRedis(configured: RedisTarget | undefined, dataDir: string, options: ResolveRedisOptions = {}): Promise<ResolvedRedis> {
   const localPort = options.localPort ?? DEFAULT_LOCAL_REDIS.port;
   const noop = async () => undefined;
-  if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL', stop: noop };
+  if (configured?.kind === 'url') return { url: configured.url, source: 'REDIS_URL', stop: noop };
+  // Sentinel names the primary: a local Redis or an embedded one would be a second, split store.
+  if (configured?.kind === 'sentinel') return { url: formatRedisTarget(configured), source: 'Sentinel', stop: noop };
   if (await pingRedis(DEFAULT_LOCAL_REDIS.host, localPort)) {
     return { url: `redis://${DEFAULT_LOCAL_REDIS.host}:${localPort}`, source: 'local 6379', stop: noop };
   }

@@ -26,7 +26,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   const parts = { api: true, worker: true, supervisor: true, ...options.parts };
   const usesProviders = parts.worker || parts.supervisor;
   if (usesProviders) checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
-  const redis = await resolveRedis(settings, redisDataDir(STATE_DIR));
+  const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));
   const tokens = parseTokens(settings.LANES_API_TOKENS);
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
   const port = options.port ?? settings.LANES_PORT;

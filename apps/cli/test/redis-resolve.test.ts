@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseEnv } from '@lanes/contracts';
 import { RedisUnavailableError, pingRedis, resolveRedis, type ResolvedRedis } from '../src/index.js';
 import { freePort, startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
@@ -81,9 +82,23 @@ describe('resolveRedis', () => {
   it('uses REDIS_URL as is, probing and starting nothing', async () => {
     const url = 'redis://:secret@redis.example.invalid:6380/2';
     const dataDir = join(dir, 'unused');
-    const r = await resolveRedis({ REDIS_URL: url }, dataDir, { localPort: await freePort(), redisServer: 'no-such-redis-server-binary' });
+    const r = await resolveRedis(parseEnv({ REDIS_URL: url }).redis, dataDir, { localPort: await freePort(), redisServer: 'no-such-redis-server-binary' });
     expect(r.url).toBe(url);
     expect(r.source).toBe('REDIS_URL');
+    await r.stop();
+  });
+
+  it.each([
+    ['REDIS_SENTINELS', { REDIS_SENTINELS: 's1.invalid:26379,s2.invalid', REDIS_SENTINEL_NAME: 'lanes', REDIS_PASSWORD: 'p@ss', REDIS_SENTINEL_PASSWORD: 'sp' }],
+    ['REDIS_URL', { REDIS_URL: 'redis+sentinel://:p%40ss@s1.invalid:26379,s2.invalid/lanes?sentinelPassword=sp' }],
+  ])('uses Sentinel from %s as the URL form, probing and starting nothing even with a Redis on the local port', async (_from, env) => {
+    const local = await startRedis();
+    cleanups.push(() => local.stop());
+    const dataDir = join(dir, 'never-created-sentinel');
+    const r = await resolveRedis(parseEnv(env).redis, dataDir, { localPort: local.port, redisServer: 'no-such-redis-server-binary' });
+    expect(r.source).toBe('Sentinel');
+    expect(r.url).toBe('redis+sentinel://:p%40ss@s1.invalid:26379,s2.invalid:26379/lanes?sentinelPassword=sp');
+    expect(existsSync(dataDir)).toBe(false);
     await r.stop();
   });
 
@@ -98,7 +113,7 @@ describe('resolveRedis', () => {
 
     it('connects to it and starts nothing', async () => {
       const dataDir = join(dir, 'never-created');
-      const r = track(await resolveRedis({}, dataDir, { localPort: local.port, redisServer: 'no-such-redis-server-binary' }));
+      const r = track(await resolveRedis(undefined, dataDir, { localPort: local.port, redisServer: 'no-such-redis-server-binary' }));
       expect(r.url).toBe(`redis://127.0.0.1:${local.port}`);
       expect(r.source).toBe('local 6379');
       await r.stop();
@@ -108,7 +123,7 @@ describe('resolveRedis', () => {
     });
 
     it('an empty REDIS_URL counts as unset', async () => {
-      const r = track(await resolveRedis({ REDIS_URL: '' }, join(dir, 'x'), { localPort: local.port }));
+      const r = track(await resolveRedis(parseEnv({ REDIS_URL: '' }).redis, join(dir, 'x'), { localPort: local.port }));
       expect(r.source).toBe('local 6379');
     });
   });
@@ -116,7 +131,7 @@ describe('resolveRedis', () => {
   it('with nothing on the local port, starts its own redis-server on a free port with its data in dataDir, and stop() ends it', async () => {
     const localPort = await freePort();
     const dataDir = join(dir, 'embedded');
-    const r = track(await resolveRedis({}, dataDir, { localPort }));
+    const r = track(await resolveRedis(undefined, dataDir, { localPort }));
     expect(r.source).toBe('embedded redis-server');
     const port = Number(new URL(r.url).port);
     expect(new URL(r.url).hostname).toBe('127.0.0.1');
@@ -148,7 +163,7 @@ describe('resolveRedis', () => {
   });
 
   it('stop() returns when the embedded redis-server was already killed by a signal', async () => {
-    const r = track(await resolveRedis({}, join(dir, 'killed'), { localPort: await freePort() }));
+    const r = track(await resolveRedis(undefined, join(dir, 'killed'), { localPort: await freePort() }));
     const pid = await serverPid(r.url);
     process.kill(pid, 'SIGKILL');
     await waitFor('redis-server gone', () => !alive(pid), { timeoutMs: 5_000 });
@@ -156,7 +171,7 @@ describe('resolveRedis', () => {
   });
 
   it('with no redis-server binary, fails with RedisUnavailableError saying how to get one', async () => {
-    const error = await resolveRedis({}, join(dir, 'missing'), { localPort: await freePort(), redisServer: 'lanes-no-such-redis-server' }).then(
+    const error = await resolveRedis(undefined, join(dir, 'missing'), { localPort: await freePort(), redisServer: 'lanes-no-such-redis-server' }).then(
       () => undefined,
       (err: unknown) => err,
     );
@@ -172,7 +187,7 @@ describe('resolveRedis', () => {
   it('something on the local port that is not Redis and hangs up is treated as no Redis', async () => {
     const hangUp = await listener((socket) => socket.end());
     cleanups.push(() => hangUp.close());
-    const r = track(await resolveRedis({}, join(dir, 'behind-hangup'), { localPort: hangUp.port }));
+    const r = track(await resolveRedis(undefined, join(dir, 'behind-hangup'), { localPort: hangUp.port }));
     expect(r.source).toBe('embedded redis-server');
     expect(await ping(r.url)).toBe('PONG');
   });

@@ -2,16 +2,33 @@ import { z } from 'zod';
 import * as D from './defaults.js';
 import { parseAllowRule, type CallbackAllowRule } from './callback-target.js';
 import { ConfigError } from './errors/config-error.js';
+import type { ValidationIssue } from './errors/validation-issue.js';
+import { parseRedisUrl, sentinelTargetFromEnv, type RedisTarget } from './redis-target.js';
 import { toIssues } from './validation.js';
 
 const Int = (min: number) => z.coerce.number().int().min(min);
 
 /** Settings that come from the environment; validated once at boot, errors name the variable. */
 export const LanesEnvSchema = z.object({
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+  /** One Redis (`redis://`, `rediss://`) or a Sentinel-managed one (`redis+sentinel://`, `rediss+sentinel://`; see redis-target.ts). */
+  REDIS_URL: z.string().optional(),
+  /** Sentinel-managed Redis without a URL: `host:port[,host:port…]` of the sentinels, with REDIS_SENTINEL_NAME. */
+  REDIS_SENTINELS: z.string().optional(),
+  /** The Sentinel group (`sentinel monitor <name> …`) whose primary lanes uses. */
+  REDIS_SENTINEL_NAME: z.string().optional(),
+  /** With REDIS_SENTINELS: the data nodes' ACL user and password (REDIS_URL carries its own as `user:pass@`). */
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  /** With REDIS_SENTINELS: the sentinels' own ACL user and password, when they ask for one. */
+  REDIS_SENTINEL_USERNAME: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  /** With REDIS_SENTINELS: `1` for TLS to the sentinels and the data nodes (REDIS_URL: `rediss+sentinel://`). */
+  REDIS_TLS: z
+    .enum(['0', '1', 'true', 'false'])
+    .transform((v) => v === '1' || v === 'true')
     .optional(),
+  /** With REDIS_SENTINELS: the database number (REDIS_URL: `?db=N`). Default 0. */
+  REDIS_DB: z.string().optional(),
   LANES_CONFIG: z.string().min(1).optional(),
   LANES_PORT: Int(0).max(65_535).default(D.DEFAULT_API_PORT),
   LANES_HOST: z.string().min(1).optional(),
@@ -57,7 +74,35 @@ export const LanesEnvSchema = z.object({
   MODAL_TOKEN_ID: z.string().optional(),
   MODAL_TOKEN_SECRET: z.string().optional(),
 });
-export type LanesEnv = z.infer<typeof LanesEnvSchema>;
+export type LanesEnv = z.infer<typeof LanesEnvSchema> & {
+  /** The Redis that REDIS_URL or REDIS_SENTINELS names, parsed once; undefined when neither is set. */
+  redis: RedisTarget | undefined;
+};
+
+/** Settings read only with REDIS_SENTINELS: REDIS_URL carries each of them itself. */
+const SENTINEL_COMPANIONS = ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_TLS', 'REDIS_DB'] as const;
+
+/** REDIS_URL or REDIS_SENTINELS (with REDIS_SENTINEL_NAME) as one target, or the issues naming the variable. */
+function redisTargetOf(env: z.infer<typeof LanesEnvSchema>): { target: RedisTarget | undefined; issues: ValidationIssue[] } {
+  const issues: ValidationIssue[] = [];
+  if (env.REDIS_SENTINELS === undefined) {
+    if (env.REDIS_SENTINEL_NAME !== undefined) issues.push({ path: 'REDIS_SENTINEL_NAME', message: 'is set without REDIS_SENTINELS, the sentinels to ask' });
+    for (const key of SENTINEL_COMPANIONS) {
+      if (env[key] !== undefined) issues.push({ path: key, message: 'is read only with REDIS_SENTINELS (REDIS_URL carries its own user:password@, rediss:// or ?db=)' });
+    }
+  }
+  if (issues.length > 0) return { target: undefined, issues };
+  if (env.REDIS_URL !== undefined) {
+    if (env.REDIS_SENTINELS !== undefined) return { target: undefined, issues: [{ path: 'REDIS_SENTINELS', message: 'is set with REDIS_URL: set one of them' }] };
+    const parsed = parseRedisUrl(env.REDIS_URL);
+    if (parsed.ok) return { target: parsed.target, issues };
+    return { target: undefined, issues: parsed.issues.map((i) => ({ path: i.path ? `REDIS_URL.${i.path}` : 'REDIS_URL', message: i.message })) };
+  }
+  if (env.REDIS_SENTINELS === undefined) return { target: undefined, issues };
+  if (env.REDIS_SENTINEL_NAME === undefined) return { target: undefined, issues: [{ path: 'REDIS_SENTINEL_NAME', message: 'is required with REDIS_SENTINELS' }] };
+  const parsed = sentinelTargetFromEnv({ ...env, REDIS_SENTINELS: env.REDIS_SENTINELS, REDIS_SENTINEL_NAME: env.REDIS_SENTINEL_NAME });
+  return parsed.ok ? { target: parsed.target, issues } : { target: undefined, issues: parsed.issues };
+}
 
 export function parseEnv(env: Record<string, string | undefined>): LanesEnv {
   // Empty strings mean unset, as shells and compose files produce them.
@@ -67,5 +112,7 @@ export function parseEnv(env: Record<string, string | undefined>): LanesEnv {
   if (parsed.data.LANES_CALLBACK_SECRET_PREVIOUS && !parsed.data.LANES_CALLBACK_SECRET) {
     throw new ConfigError([{ path: 'LANES_CALLBACK_SECRET_PREVIOUS', message: 'is set without LANES_CALLBACK_SECRET, the secret that replaces it' }], 'environment');
   }
-  return parsed.data;
+  const redis = redisTargetOf(parsed.data);
+  if (redis.issues.length > 0) throw new ConfigError(redis.issues, 'environment');
+  return { ...parsed.data, redis: redis.target };
 }

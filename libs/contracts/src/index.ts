@@ -91,6 +91,18 @@ export * as defaults from './defaults.js';
 export * from './errors/index.js';
 export * as agentLimits from './agent-limits.js';
 export { LanesEnvSchema, parseEnv, type LanesEnv } from './env.js';
+export {
+  DEFAULT_SENTINEL_PORT,
+  parseRedisUrl,
+  sentinelTargetFromEnv,
+  formatRedisTarget,
+  redactRedisUrl,
+  type RedisTarget,
+  type SentinelTarget,
+  type SentinelEnv,
+  type RedisHostPort,
+  type RedisTargetResult,
+} from './redis-target.js';
 export { WorkerLivenessSchema, LivenessVerdictSchema, type WorkerLiveness, type LivenessVerdict } from './liveness.js';
 export {
   classifyAddress,

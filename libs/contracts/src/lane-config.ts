@@ -72,7 +72,7 @@ export type IsolationSetting = z.infer<typeof IsolationSettingSchema>;
  * into its agents as `secrets` (DESIGN: no secret of the stack reaches an agent).
  */
 export const STACK_ENV_PATTERN =
-  /^(REDIS_URL|REDIS_SENTINELS|REDIS_SENTINEL_NAME|REDIS_PASSWORD|LANES_API_TOKENS?|LANES_CALLBACK_SECRET.*|LANES_CONFIG|MODAL_TOKEN_ID|MODAL_TOKEN_SECRET|NODE_OPTIONS)$/;
+  /^(REDIS_(URL|SENTINELS|SENTINEL_NAME|USERNAME|PASSWORD|SENTINEL_USERNAME|SENTINEL_PASSWORD|TLS|DB)|LANES_API_TOKENS?|LANES_CALLBACK_SECRET.*|LANES_CONFIG|MODAL_TOKEN_ID|MODAL_TOKEN_SECRET|NODE_OPTIONS)$/;
 /** How long lanes keeps what a lane's cards leave behind. */
 export const RetentionConfigSchema = z.strictObject({
   /**

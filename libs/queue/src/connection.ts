@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { ConfigError, parseRedisUrl, redactRedisUrl as redact, type RedisTarget, type SentinelTarget } from '@lanes/contracts';
 
 /**
  * ioredis 5 leaves a connection disconnected between two reconnect attempts in `reconnecting`
@@ -12,27 +13,67 @@ class ClosableRedis extends Redis {
     super.disconnect(reconnect);
   }
 
-  // BullMQ duplicates the connection it is given for its blocking reads: the copy closes alike.
+  // BullMQ duplicates the connection it is given for its blocking reads: the copy closes alike
+  // (and, on Sentinel, finds the primary alike: `options` holds the sentinels and the group).
   override duplicate(override?: Partial<RedisOptions>): Redis {
     return new ClosableRedis({ ...this.options, ...override });
   }
 }
 
 /**
- * One factory for every Redis connection. Workers and blocking readers need
- * `maxRetriesPerRequest: null` so a Redis restart pauses them instead of failing their commands.
+ * A reply saying this node is a replica now: a primary that Sentinel demoted while this connection
+ * was on it (a manual failover, or an old primary back after one). The write was refused, so
+ * nothing of it happened: reconnect (Sentinel names the new primary) and send it again there.
  */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return new ClosableRedis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...options });
+const RESEND_ON_DEMOTED = 2;
+function reconnectOnDemoted(err: Error): boolean | 1 | 2 {
+  return err.message.startsWith('READONLY') ? RESEND_ON_DEMOTED : false;
 }
 
-/** Redis URL with any password replaced, for logs. */
+/** ioredis options for a Sentinel target: the primary of `name`, and a move to a new one as soon as the sentinels announce it. */
+export function sentinelOptions(t: SentinelTarget): RedisOptions {
+  return {
+    sentinels: t.sentinels,
+    name: t.name,
+    db: t.db,
+    ...(t.username !== undefined ? { username: t.username } : {}),
+    ...(t.password !== undefined ? { password: t.password } : {}),
+    ...(t.sentinelUsername !== undefined ? { sentinelUsername: t.sentinelUsername } : {}),
+    ...(t.sentinelPassword !== undefined ? { sentinelPassword: t.sentinelPassword } : {}),
+    // One switch: TLS to the sentinels and to the primary they name, as `rediss://` is to one Redis.
+    ...(t.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+    // Subscribes to the sentinels' +switch-master: a connection to a primary that froze or was cut
+    // off moves to the promoted one instead of waiting on a socket that never answers.
+    failoverDetector: true,
+    reconnectOnError: reconnectOnDemoted,
+  };
+}
+
+/** The one parse every connection goes through: a URL of any form (see parseRedisUrl) or a parsed target. */
+export function redisTarget(url: string | RedisTarget): RedisTarget {
+  if (typeof url !== 'string') return url;
+  const parsed = parseRedisUrl(url);
+  if (!parsed.ok)
+    throw new ConfigError(
+      parsed.issues.map((i) => ({ path: i.path ? `redis.${i.path}` : 'redis', message: i.message })),
+      'Redis URL',
+    );
+  return parsed.target;
+}
+
+/**
+ * One factory for every Redis connection, of every part, on one Redis or on Sentinel alike.
+ * Workers and blocking readers need `maxRetriesPerRequest: null` so a Redis restart or a failover
+ * pauses them instead of failing their commands.
+ */
+export function createRedis(url: string | RedisTarget, options: RedisOptions = {}): Redis {
+  const target = redisTarget(url);
+  const defaults: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
+  if (target.kind === 'url') return new ClosableRedis(target.url, { ...defaults, ...options });
+  return new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options });
+}
+
+/** A Redis URL of any form with every password replaced, for logs. */
 export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'redis://(unparseable)';
-  }
+  return redact(url);
 }
