@@ -52,8 +52,12 @@ try {
 /** One line per write, opened with O_APPEND: lines of concurrent writers never interleave. */
 const record = (type, extra = {}) => appendFileSync(ledger, `${JSON.stringify({ type, ...self, at: Date.now(), ...extra })}\n`);
 
+// Runs of one card may be different uids (separate-uid sandboxes): the card's directory and every
+// run's socket are open to all, so each run can listen there, connect to the others' sockets and
+// remove a dead run's. The ledger is made writable for all by the soak.
+process.umask(0);
 const cardDir = join(runsDir, card);
-mkdirSync(cardDir, { recursive: true });
+mkdirSync(cardDir, { recursive: true, mode: 0o777 });
 const socketPath = join(cardDir, `${self.run}.sock`);
 const server = createServer((socket) => socket.end(JSON.stringify(self)));
 server.on('error', (err) => {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,11 @@ describe('soak agent: the socket-based concurrency detector', () => {
     ledger = join(dir, 'ledger.jsonl');
     runsDir = join(dir, 'runs');
     mkdirSync(runsDir);
+    // As the soak's topology makes them: open to the agent's uid, whichever it is.
+    chmodSync(dir, 0o755);
+    chmodSync(runsDir, 0o777);
+    writeFileSync(ledger, '');
+    chmodSync(ledger, 0o666);
   });
   afterEach(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -31,12 +36,13 @@ describe('soak agent: the socket-based concurrency detector', () => {
   });
 
   /** Starts one run of `card` that works `workMs`; resolves once its `start` record is in the ledger (it is listening by then). */
-  async function run(card: string, sandbox: string, workMs: number): Promise<{ child: ChildProcess; exited: Promise<number | null>; id: string }> {
+  async function run(card: string, sandbox: string, workMs: number, uid?: number): Promise<{ child: ChildProcess; exited: Promise<number | null>; id: string }> {
     const cardFile = join(dir, `${sandbox}.json`);
     writeFileSync(cardFile, JSON.stringify({ id: card, metadata: { workMs } }));
     const child = spawn(process.execPath, [AGENT_PATH], {
       env: { PATH: process.env.PATH, SOAK_LEDGER: ledger, SOAK_RUNS_DIR: runsDir, LANES_CARD_ID: card, LANES_SANDBOX_ID: sandbox, LANES_ATTEMPT: '1', LANES_CARD_FILE: cardFile },
       stdio: 'ignore',
+      ...(uid !== undefined ? { uid, gid: uid } : {}),
     });
     children.push(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -116,6 +122,23 @@ describe('soak agent: the socket-based concurrency detector', () => {
     expect(concurrentCards(records()).has('c1')).toBe(false);
     // …and it cleared the dead run's socket, and its own.
     expect(existsSync(join(runsDir, 'c1', `${b.id}.sock`))).toBe(false);
+    expect(readdirSync(join(runsDir, 'c1'))).toEqual([]);
+  });
+
+  // A local lane on a root machine runs each sandbox as its own uid (separate-uid isolation).
+  it.runIf(process.getuid?.() === 0)('records the overlap between runs of different uids, and a later run of a third uid removes the dead ones', async () => {
+    const a = await run('c1', 'sb-a', 3_000, 65_533);
+    const b = await run('c1', 'sb-b', 100, 65_534);
+    expect(await b.exited).toBe(0);
+    expect(met().map((r) => [r.run, r.type === 'concurrent' && r.other.run])).toEqual([
+      [b.id, a.id],
+      [b.id, a.id],
+    ]);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    const c = await run('c1', 'sb-c', 100, 65_532);
+    expect(await c.exited).toBe(0);
+    expect(met()).toHaveLength(2);
     expect(readdirSync(join(runsDir, 'c1'))).toEqual([]);
   });
 

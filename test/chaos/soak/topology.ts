@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,6 +113,11 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
   for (const d of [sandboxDir, logsDir, redisDir, join(dir, 'runs')]) mkdirSync(d, { recursive: true });
   janitor.register({ kind: 'sandboxes', dir: sandboxDir });
   const ledgerPath = join(dir, 'ledger.jsonl');
+  // The agent's ledger and sockets are the soak's side channel out of every sandbox: writable by
+  // any uid, since a local lane on a root machine runs each sandbox as its own uid (separate-uid).
+  writeFileSync(ledgerPath, '');
+  chmodSync(ledgerPath, 0o666);
+  chmodSync(join(dir, 'runs'), 0o777);
   const register = (m: { pid: number; startTime: number; label: string }) => janitor.register({ kind: 'process', ...m });
 
   const wantNetns = args.netns !== 'off';
