@@ -130,6 +130,11 @@ describe('deploy/k8s manifests', () => {
     expect(readFileSync(join(PROJECT_DIR, 'apps/cli/src/up.ts'), 'utf8')).toContain("process.once('SIGTERM', shutdown)");
   });
 
+  it('scales the shipped lane to zero: minSlots 0, and a ScaledObject that may go to 0 replicas', () => {
+    expect(config.lanes.map((l) => l.minSlots)).toEqual([0]);
+    expect(scaled.spec.minReplicaCount).toBe(0);
+  });
+
   it('points the api Service at the container port, and the ScaledObject at the Service and the worker Deployment', () => {
     const service = find('Service', 'lanes-api');
     const api = containers(find('Deployment', 'lanes-api'))[0]!;

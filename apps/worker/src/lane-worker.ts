@@ -279,7 +279,8 @@ export class LaneWorker {
   }
 
   /**
-   * The lane's upkeep each beat: breaker tick, pending terminates, and an idle probe per slot.
+   * The lane's upkeep each beat: breaker tick, pending terminates, and per slot an idle probe, then
+   * its planned renewal (recycle when old, release when idle above minSlots).
    * Each part is guarded on its own (at most one in flight per lane, one per slot), so a slot whose
    * poll hangs holds only its own probe: the other slots, the breaker and the terminator go on.
    */
@@ -289,7 +290,17 @@ export class LaneWorker {
       await bestEffort('breaker tick', () => this.breaker.tick(), warnTo(this.deps.log));
       await this.terminator.retryPending();
     })().finally(() => (this.upkeep = undefined)));
-    const probes = this.pool.slots.map((s) => bestEffort('idle probe', () => s.probeIdle(), warnTo(this.deps.log)));
+    // Then planned renewal: a slot at index minSlots or above (oldest first) may let its sandbox go.
+    const probes = this.pool.slots.map((s, i) =>
+      bestEffort(
+        'idle probe',
+        async () => {
+          await s.probeIdle();
+          await s.renewIdle(i >= this.deps.lane.minSlots);
+        },
+        warnTo(this.deps.log),
+      ),
+    );
     await Promise.all([upkeep, ...probes]);
   }
 

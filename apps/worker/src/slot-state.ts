@@ -1,8 +1,12 @@
 import { IllegalStateError, type ObservedExitCode } from '@lanes/contracts';
 import type { SandboxHandle } from '@lanes/sandbox';
 
-/** starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back. */
-export type SlotStateName = 'starting' | 'live' | 'dead' | 'respawning' | 'waiting-provider' | 'stopped';
+/**
+ * starting → live → dead → respawning → live …; waiting-provider while the breaker holds creates back.
+ * A planned renewal is no death: live → starting (recycled: a fresh sandbox is made at once) or
+ * live → released (idle with no sandbox until the next card asks for one).
+ */
+export type SlotStateName = 'starting' | 'live' | 'dead' | 'respawning' | 'waiting-provider' | 'released' | 'stopped';
 
 /** The sandbox a slot lost, remembered until a replacement is live (for status and its record). */
 export interface DeadSandbox {
@@ -17,6 +21,7 @@ export type SandboxPhase =
   | { state: 'respawning'; dead?: DeadSandbox }
   | { state: 'live'; handle: SandboxHandle }
   | { state: 'dead'; dead: DeadSandbox }
+  | { state: 'released' }
   | { state: 'stopped'; handle?: SandboxHandle };
 
 /** A slot's whole state: its sandbox, and the card it holds (independent: a card may wait for a respawn). */
@@ -30,6 +35,9 @@ export type SlotEvent =
   | { type: 'wait-provider' }
   | { type: 'live'; handle: SandboxHandle }
   | { type: 'dead'; observedExitCode: ObservedExitCode }
+  /** The live sandbox is replaced (recycle) or let go (release-sandbox) on purpose: no death. */
+  | { type: 'recycle' }
+  | { type: 'release-sandbox' }
   | { type: 'halt' }
   | { type: 'terminated' }
   | { type: 'take'; cardId: string }
@@ -74,6 +82,12 @@ export function nextSlotState(s: SlotSnapshot, e: SlotEvent): SlotSnapshot {
     case 'dead':
       if (p.state !== 'live') return illegal(s, e);
       return withSandbox({ state: 'dead', dead: { sandboxId: p.handle.id, observedExitCode: e.observedExitCode } });
+    case 'recycle':
+      if (p.state !== 'live') return illegal(s, e);
+      return withSandbox({ state: 'starting' });
+    case 'release-sandbox':
+      if (p.state !== 'live' || s.cardId !== undefined) return illegal(s, e);
+      return withSandbox({ state: 'released' });
     case 'halt':
       if (p.state === 'stopped') return s;
       return withSandbox(p.state === 'live' ? { state: 'stopped', handle: p.handle } : { state: 'stopped' });

@@ -3,7 +3,7 @@ import {
   ConfigError,
   IllegalStateError,
   ProviderInvalidError,
-  defaults,
+  cardTimeoutMsOf,
   type LaneConfig,
   type ObservedExitCode,
   type SandboxRecord,
@@ -13,7 +13,7 @@ import {
 import type { EventLog } from '@lanes/queue';
 import { runCanary } from '@lanes/runner';
 import { bestEffort, syncFiles, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
-import { evaluateRespawn, recordDeath, type CanaryReading, type DeathHistory } from '@lanes/supervision';
+import { evaluateRespawn, evaluateSandboxRenewal, recordDeath, type CanaryReading, type DeathHistory, type SandboxRenewalDecision } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import { SlotIdleProbe } from './slot-idle-probe.js';
@@ -66,9 +66,14 @@ export class Slot {
   private spawning: Promise<SpawnResult> | undefined;
   private readonly stopping = new AbortController();
   private readonly idle: SlotIdleProbe;
+  /** When the current sandbox's create was asked for: its age, and what is left of its lifetime, count from here. */
+  private sandboxCreatedAt = 0;
+  /** Since when the slot has held no card. */
+  private idleSince: number;
 
   constructor(private readonly deps: SlotDeps) {
     this.idle = new SlotIdleProbe({ slot: this, breaker: deps.breaker, lane: deps.lane, newNonce: deps.newNonce, log: deps.log });
+    this.idleSince = deps.now();
   }
 
   get id(): string {
@@ -110,6 +115,7 @@ export class Slot {
 
   release(): void {
     this.apply({ type: 'release' }, false);
+    this.idleSince = this.deps.now();
   }
 
   get log(): Logger {
@@ -120,7 +126,12 @@ export class Slot {
   async ready(): Promise<Readiness> {
     for (;;) {
       if (this.stopped) return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
-      if (this.handle) return { kind: 'live', handle: this.handle };
+      if (this.handle) {
+        const renewal = this.renewal({ moment: 'card-start', ageMs: this.deps.now() - this.sandboxCreatedAt, cardTimeoutMs: cardTimeoutMsOf(this.deps.lane) });
+        if (renewal.action === 'keep') return { kind: 'live', handle: this.handle };
+        await this.renew(renewal);
+        continue;
+      }
       this.spawning ??= this.spawn(this.dead !== undefined);
       const result = await this.spawning;
       this.spawning = undefined;
@@ -128,6 +139,38 @@ export class Slot {
       const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
       if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs, this.stopping.signal);
     }
+  }
+
+  /**
+   * Between cards: a sandbox past its age is recycled (a fresh one is made at once), and an idle
+   * slot that may go without one (`mayRelease`: above the lane's minSlots) lets it go after
+   * idleReleaseMs. Neither is a death. Nothing happens while a card, a probe or a spawn is out.
+   */
+  async renewIdle(mayRelease: boolean): Promise<void> {
+    if (!this.handle || this.cardId !== undefined || this.probing || this.spawning) return;
+    const now = this.deps.now();
+    const renewal = this.renewal({ moment: 'idle', ageMs: now - this.sandboxCreatedAt, idleMs: now - this.idleSince, mayRelease });
+    if (renewal.action === 'keep') return;
+    await this.renew(renewal);
+    if (renewal.action === 'recycle' && !this.stopped && !this.handle) this.spawning ??= this.spawn(false);
+  }
+
+  private renewal(snapshot: Parameters<typeof evaluateSandboxRenewal>[0]): SandboxRenewalDecision {
+    const { lane } = this.deps;
+    return evaluateSandboxRenewal(snapshot, { recycleAfterMs: lane.sandboxRecycleAfterMs, lifetimeMs: lane.sandboxLifetimeMs, idleReleaseMs: lane.idleReleaseMs });
+  }
+
+  /** Recycles or releases the live sandbox on purpose: terminated by id, announced, no death recorded. */
+  private async renew(renewal: Exclude<SandboxRenewalDecision, { action: 'keep' }>): Promise<void> {
+    const old = this.handle;
+    if (!old) return;
+    const { log, events, lane, now } = this.deps;
+    this.apply(renewal.action === 'recycle' ? { type: 'recycle' } : { type: 'release-sandbox' });
+    const type = renewal.action === 'recycle' ? 'sandbox.recycled' : 'sandbox.released';
+    log.info({ event: type, sandboxId: old.id, reason: renewal.reason }, type);
+    void events.append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: old.id, data: { reason: renewal.reason } }).catch(() => undefined);
+    this.deps.record({ ...this.recordOf(old), state: 'terminated' });
+    await this.deps.terminator.terminate(old.id, renewal.action === 'recycle' ? 'recycled' : 'released while idle');
   }
 
   /** Starts an idle probe unless this slot's previous one is still out (see SlotIdleProbe). */
@@ -183,6 +226,7 @@ export class Slot {
     }
     this.apply({ type: 'spawn', respawn });
     let handle: SandboxHandle;
+    const createdAt = now();
     try {
       handle = await provider.create(
         {
@@ -190,7 +234,7 @@ export class Slot {
           tags: { lane: lane.name, slot: this.id, worker: this.deps.workerId },
           env: lane.env,
           secrets: lane.secrets,
-          timeoutMs: defaults.DEFAULT_SANDBOX_LIFETIME_MS,
+          timeoutMs: lane.sandboxLifetimeMs,
         },
         { connectTimeoutMs: lane.connectTimeoutMs },
       );
@@ -204,6 +248,7 @@ export class Slot {
     // Recorded before anything uses it (file sync, canary): a worker that dies from here on leaves a
     // sandbox the supervisor can still attribute, and reap, when the provider lists it without tags.
     this.deps.record({ ...this.recordOf(handle), state: 'creating' });
+    this.sandboxCreatedAt = createdAt;
     if (this.stopped) {
       await bestEffort('terminate sandbox created while stopping', () => handle.terminate(), warnTo(log));
       return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
@@ -231,6 +276,7 @@ export class Slot {
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
     this.idle.reset();
     this.apply({ type: 'live', handle });
+    if (this.cardId === undefined) this.idleSince = now();
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
     await this.deps.events

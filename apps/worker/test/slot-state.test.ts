@@ -28,6 +28,12 @@ describe('nextSlotState', () => {
     ['a card may wait for a respawn', at({ state: 'respawning', dead }), { type: 'take', cardId: 'c' }, at({ state: 'respawning', dead }, 'c')],
     ['holding, release', at({ state: 'live', handle: h1 }, 'c'), { type: 'release' }, at({ state: 'live', handle: h1 })],
     ['stopped, release', at({ state: 'stopped' }, 'c'), { type: 'release' }, at({ state: 'stopped' })],
+    ['live, recycle: a fresh sandbox, no dead one remembered', at({ state: 'live', handle: h1 }), { type: 'recycle' }, at({ state: 'starting' })],
+    ['live holding a card, recycle before it starts', at({ state: 'live', handle: h1 }, 'c'), { type: 'recycle' }, at({ state: 'starting' }, 'c')],
+    ['live and idle, release-sandbox', at({ state: 'live', handle: h1 }), { type: 'release-sandbox' }, at({ state: 'released' })],
+    ['released, spawn for the next card', at({ state: 'released' }), { type: 'spawn', respawn: false }, at({ state: 'starting' })],
+    ['released, a card waits for its sandbox', at({ state: 'released' }), { type: 'take', cardId: 'c' }, at({ state: 'released' }, 'c')],
+    ['released, halt', at({ state: 'released' }), { type: 'halt' }, at({ state: 'stopped' })],
   ])('%s', (_name, from, event, to) => {
     expect(nextSlotState(from, event)).toEqual(to);
   });
@@ -43,6 +49,9 @@ describe('nextSlotState', () => {
     ['dead without a live sandbox', at({ state: 'respawning', dead }), { type: 'dead', observedExitCode: 1 }],
     ['wait-provider while live', at({ state: 'live', handle: h1 }), { type: 'wait-provider' }],
     ['terminated before halt', at({ state: 'live', handle: h1 }), { type: 'terminated' }],
+    ['recycle without a live sandbox', at({ state: 'respawning', dead }), { type: 'recycle' }],
+    ['release-sandbox while a card holds the slot', at({ state: 'live', handle: h1 }, 'c'), { type: 'release-sandbox' }],
+    ['release-sandbox once released', at({ state: 'released' }), { type: 'release-sandbox' }],
   ])('%s throws IllegalStateError', (_name, from, event) => {
     expect(() => nextSlotState(from, event)).toThrow(IllegalStateError);
   });

@@ -35,8 +35,16 @@ export const DEFAULT_SLOT_SCALE_DOWN_DELAY_MS = 60_000;
 /** Heartbeats: an owner is gone after missing two beats (timeout = 2 × interval). */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2_000;
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2 * DEFAULT_HEARTBEAT_INTERVAL_MS;
-/** Modal requires a lifetime; a sandbox outlives many cards, so make it long. */
+/** Modal requires a lifetime; a sandbox outlives many cards, so make it long: Modal's maximum, 24 h. */
 export const DEFAULT_SANDBOX_LIFETIME_MS = 24 * 3_600_000;
+/**
+ * A sandbox this old is replaced between cards (a planned recycle, not a death). 20 h is safely
+ * inside the 24 h lifetime: a card started then still has 4 h, and a longer card waits for a fresh
+ * sandbox (the remaining-lifetime check) instead of being cut off by the provider mid-run.
+ */
+export const DEFAULT_SANDBOX_RECYCLE_AFTER_MS = 20 * 3_600_000;
+/** An idle slot above the lane's minSlots releases its sandbox after this long: 5 min of a billed, unused sandbox. */
+export const DEFAULT_IDLE_RELEASE_MS = 5 * 60_000;
 export const DEFAULT_API_PORT = 3000;
 /**
  * A slot's release of a card reaches Redis within this, or with the slot's next take if that comes

@@ -16,6 +16,10 @@ export const EventTypeSchema = z.enum([
   'sandbox.respawned',
   'sandbox.terminated',
   'sandbox.reaped',
+  /** Replaced between cards on purpose (age, or too little lifetime left for the next card): no death. */
+  'sandbox.recycled',
+  /** Let go by an idle slot above minSlots: the next card makes a fresh one. */
+  'sandbox.released',
   'slot.added',
   'slot.removed',
   'breaker.opened',

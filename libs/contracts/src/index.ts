@@ -52,6 +52,7 @@ export {
   RetentionConfigSchema,
   terminalRetentionMs,
   LaneConfigSchema,
+  cardTimeoutMsOf,
   LanesConfigSchema,
   type FaultPlan,
   type FaultPlanInput,

@@ -113,6 +113,12 @@ export const LaneConfigSchema = z
     connectTimeoutMs: Ms.default(D.DEFAULT_CONNECT_TIMEOUT_MS),
     canaryTimeoutMs: Ms.default(D.DEFAULT_CANARY_TIMEOUT_MS),
     killGraceMs: Ms.default(D.DEFAULT_KILL_GRACE_MS),
+    /** The lifetime each sandbox is created with; the provider ends it then (Modal's maximum, 24 h). */
+    sandboxLifetimeMs: Ms.max(D.DEFAULT_SANDBOX_LIFETIME_MS).default(D.DEFAULT_SANDBOX_LIFETIME_MS),
+    /** A sandbox this old is replaced between cards: a `sandbox.recycled`, not a death. */
+    sandboxRecycleAfterMs: Ms.default(D.DEFAULT_SANDBOX_RECYCLE_AFTER_MS),
+    /** An idle slot above minSlots releases its sandbox after this long; `minSlots: 0` then holds no sandbox when idle. */
+    idleReleaseMs: Ms.default(D.DEFAULT_IDLE_RELEASE_MS),
     attempts: z.number().int().positive().max(100).default(D.DEFAULT_ATTEMPTS),
     infraRetries: z.number().int().nonnegative().max(100).default(D.DEFAULT_INFRA_RETRIES),
     breaker: BreakerConfigSchema.default(() => BreakerConfigSchema.parse({})),
@@ -138,6 +144,18 @@ export const LaneConfigSchema = z
       ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ maxSlots (${lane.maxSlots})` });
       return;
     }
+    if (lane.sandboxRecycleAfterMs > lane.sandboxLifetimeMs) {
+      ctx.addIssue({ code: 'custom', path: ['sandboxRecycleAfterMs'], message: `must be ≤ sandboxLifetimeMs (${lane.sandboxLifetimeMs})` });
+    }
+    // A card that could outlast any sandbox would recycle sandbox after sandbox and never start.
+    const cardMs = cardTimeoutMsOf(lane);
+    if (cardMs >= lane.sandboxLifetimeMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['commandTimeoutMs'],
+        message: `with the setup commands' timeouts (${cardMs} ms in all) must be < sandboxLifetimeMs (${lane.sandboxLifetimeMs})`,
+      });
+    }
     if (lane.minSlots > lane.slots) {
       ctx.addIssue({ code: 'custom', path: ['minSlots'], message: `must be ≤ slots (${lane.slots})` });
     }
@@ -145,6 +163,10 @@ export const LaneConfigSchema = z
       ctx.addIssue({ code: 'custom', path: ['maxSlots'], message: `must be ≥ slots (${lane.slots})` });
     }
   });
+/** The longest a card's commands may run in one sandbox: each setup command's timeout, then the agent's. */
+export function cardTimeoutMsOf(lane: Pick<z.infer<typeof LaneConfigSchema>, 'setup' | 'setupTimeoutMs' | 'commandTimeoutMs'>): number {
+  return lane.setup.length * lane.setupTimeoutMs + lane.commandTimeoutMs;
+}
 export type LaneConfigInput = z.input<typeof LaneConfigSchema>;
 export type LaneConfig = z.infer<typeof LaneConfigSchema>;
 

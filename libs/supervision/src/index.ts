@@ -85,3 +85,4 @@ export {
   type SlotScalingPolicyConfig,
   type SlotScalingDecision,
 } from './slot-scaling.js';
+export { evaluateSandboxRenewal, type SandboxRenewalConfig, type SandboxRenewalDecision, type SandboxRenewalSnapshot } from './sandbox-renewal.js';
