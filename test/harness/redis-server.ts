@@ -25,7 +25,7 @@ export interface TestRedis {
  * it, and kills the server. Ended itself before the server is (see `kill`), so it never fires on a
  * pid that was reused.
  */
-function serverWatchdog(pid: number): ChildProcess {
+export function serverWatchdog(pid: number): ChildProcess {
   const watchdog = spawn('sh', ['-c', 'read _; kill -9 "$0" 2>/dev/null', String(pid)], { stdio: ['pipe', 'ignore', 'ignore'] });
   // It must not keep a bench or a test worker alive by itself.
   watchdog.unref();
@@ -34,7 +34,7 @@ function serverWatchdog(pid: number): ChildProcess {
 }
 
 /** Kills a child and waits for its exit; nothing when it has exited already. */
-async function killChild(c: ChildProcess): Promise<void> {
+export async function killChild(c: ChildProcess): Promise<void> {
   if (c.exitCode !== null || c.signalCode !== null) return;
   const gone = new Promise((r) => c.once('exit', r));
   c.kill('SIGKILL');
@@ -48,10 +48,11 @@ const IDENTITY_PROBE_TIMEOUT_MS = 1_000;
  * The pid and port of the redis-server answering on `port`, from its own `INFO server`; undefined
  * when nothing (or nothing that is Redis) answers.
  */
-export async function redisIdentity(port: number): Promise<{ pid: number; port: number; dir: string } | undefined> {
+export async function redisIdentity(port: number, password?: string): Promise<{ pid: number; port: number; dir: string } | undefined> {
   const conn = new Redis({
     host: '127.0.0.1',
     port,
+    ...(password !== undefined ? { password } : {}),
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
@@ -83,10 +84,22 @@ export async function redisIdentity(port: number): Promise<{ pid: number; port: 
  * a restart on a reused port can never silently share another file's Redis; a child that exits
  * while starting fails the start at once.
  */
-export async function startRedis({ appendonly = false, port: askedPort }: { appendonly?: boolean; port?: number } = {}): Promise<TestRedis> {
+export async function startRedis({
+  appendonly = false,
+  port: askedPort,
+  password,
+  args: extraArgs = [],
+}: {
+  appendonly?: boolean;
+  port?: number;
+  /** `requirepass` (and `masterauth`, for a replica of a primary with the same password); in `url` too. */
+  password?: string;
+  /** More redis-server arguments, e.g. `['--replicaof', host, port]`. */
+  args?: readonly string[];
+} = {}): Promise<TestRedis> {
   const port = askedPort ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'lanes-redis-'));
-  const url = `redis://127.0.0.1:${port}`;
+  const url = password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let watchdog: ChildProcess | undefined;
   /** Set when a child exits without kill() or stop() asking it to. */
@@ -96,6 +109,8 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
   const start = async () => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no'];
     args.push('--appendonly', appendonly ? 'yes' : 'no', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction');
+    if (password !== undefined) args.push('--requirepass', password, '--masterauth', password);
+    args.push(...extraArgs);
     const c = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = c;
     const w = c.pid === undefined ? undefined : serverWatchdog(c.pid);
@@ -115,7 +130,7 @@ export async function startRedis({ appendonly = false, port: askedPort }: { appe
       `redis-server pid ${c.pid} to answer on ${port} as itself`,
       async () => {
         if (exited) throw Object.assign(exited, { fatal: true });
-        const id = await redisIdentity(port);
+        const id = await redisIdentity(port, password);
         if (!id) return false;
         if (id.pid !== c.pid || id.port !== port || id.dir !== dir) {
           throw Object.assign(new Error(`port ${port} is answered by another redis-server (pid ${id.pid}, dir ${id.dir}), not pid ${c.pid}`), { fatal: true });

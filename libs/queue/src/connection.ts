@@ -20,16 +20,6 @@ class ClosableRedis extends Redis {
   }
 }
 
-/**
- * A reply saying this node is a replica now: a primary that Sentinel demoted while this connection
- * was on it (a manual failover, or an old primary back after one). The write was refused, so
- * nothing of it happened: reconnect (Sentinel names the new primary) and send it again there.
- */
-const RESEND_ON_DEMOTED = 2;
-function reconnectOnDemoted(err: Error): boolean | 1 | 2 {
-  return err.message.startsWith('READONLY') ? RESEND_ON_DEMOTED : false;
-}
-
 /** ioredis options for a Sentinel target: the primary of `name`, and a move to a new one as soon as the sentinels announce it. */
 export function sentinelOptions(t: SentinelTarget): RedisOptions {
   return {
@@ -45,7 +35,6 @@ export function sentinelOptions(t: SentinelTarget): RedisOptions {
     // Subscribes to the sentinels' +switch-master: a connection to a primary that froze or was cut
     // off moves to the promoted one instead of waiting on a socket that never answers.
     failoverDetector: true,
-    reconnectOnError: reconnectOnDemoted,
   };
 }
 
