@@ -30,6 +30,12 @@ export interface SandboxKill {
  * or Redis away (6 s by default) so that the API cannot list the slots.
  */
 const SANDBOX_PICK_WINDOW_MS = 20_000;
+/** A cancel the API does not accept (the card ended meanwhile) is tried on another pick for this long. */
+const CANCEL_PICK_WINDOW_MS = 10_000;
+/** The next pick's offset: an irrational step, so retries walk the busy list instead of repeating a victim. */
+const PICK_STEP = 0.618_034;
+/** The cancels a fault tried before one was accepted, in short: how many, and the last. */
+const tried = (answers: readonly string[]) => `${answers.length} not accepted, the last ${answers.at(-1)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface FaultDeps {
@@ -69,13 +75,23 @@ export class FaultRunner {
       }
       case 'cancel': {
         // A card that is running, so the cancel has a process group to kill; with none running (or
-        // Redis away), one of the latest enqueued, which may still be queued.
-        const running = ((await this.busySlots()) ?? []).map((s) => s.cardId!);
-        const ids = running.length > 0 ? running : this.deps.enqueued().slice(-2 * args.workers * args.slots);
-        const id = ids[Math.floor(f.pick * ids.length)];
-        if (!id) return done({ skipped: 'no card enqueued yet' });
-        const { status } = await this.cancel(id, atMs);
-        return done({ target: id, note: `HTTP ${status}` });
+        // Redis away), one of the latest enqueued, which may still be queued. Slots are published
+        // once a beat, so the card may have ended meanwhile (409): a cancel the API did not accept
+        // did nothing, and the next pick is tried, for a while.
+        const deadline = Date.now() + CANCEL_PICK_WINDOW_MS;
+        const answers: string[] = [];
+        for (let attempt = 0; Date.now() < deadline; attempt++) {
+          const running = ((await this.busySlots()) ?? []).map((s) => s.cardId!);
+          const ids = running.length > 0 ? running : this.deps.enqueued().slice(-2 * args.workers * args.slots);
+          const id = ids[Math.floor(((f.pick + attempt * PICK_STEP) % 1) * ids.length)];
+          if (id) {
+            const { status } = await this.cancel(id, atMs);
+            if (status === 202) return done({ target: id, note: `HTTP 202${answers.length ? ` (after ${tried(answers)})` : ''}` });
+            answers.push(`${id} HTTP ${status}`);
+          }
+          await sleep(250);
+        }
+        return done({ skipped: answers.length ? `no cancel accepted (${tried(answers)})` : 'no card enqueued yet' });
       }
       case 'worker-kill': {
         const w = t.current(workerIndex);
