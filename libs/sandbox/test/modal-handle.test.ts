@@ -235,7 +235,8 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
   it('a transport failure in a file operation (the SDK reports it as NotFoundError) is not read as a death', async () => {
     const handle = await create();
     // The SDK's filesystem helpers exec a tool; a failed exec start becomes NotFoundError "unavailable".
-    f.server.faults.fail('TaskExecStart', { code: Status.NOT_FOUND });
+    // The sandbox polls live, so the write is tried once more (modal-not-found); both refused → unavailable.
+    f.server.faults.fail('TaskExecStart', { code: Status.NOT_FOUND, times: 2 });
     await expect(handle.writeFile('x.txt', 'x')).rejects.toBeInstanceOf(ProviderUnavailableError);
     f.server.faults.fail('TaskExecStart', { code: Status.UNAVAILABLE, times: SDK_ROUTER_ATTEMPTS });
     await expect(handle.readFile('x.txt')).rejects.toBeInstanceOf(ProviderUnavailableError);

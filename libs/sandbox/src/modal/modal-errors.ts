@@ -22,7 +22,10 @@ export const MODAL_PROVIDER_NAME = 'modal';
  * config names something that does not exist.
  */
 export type ModalErrorScope =
-  /** A call about one sandbox (exec, poll, terminate, tags, filesystem). */
+  /**
+   * A call about one sandbox (poll, terminate, tags). A call through its command router (exec,
+   * file operations) is read by `readRouterError`, which has a poll confirm a "gone" claim.
+   */
   | { kind: 'sandbox'; sandboxId: string }
   /** A call about provider-level objects (app, image lookup, secrets, volumes, create, list). */
   | { kind: 'client' }
@@ -74,7 +77,8 @@ const NETWORK_ERRNO: ReadonlySet<string> = new Set([
   'ERR_HTTP2_GOAWAY_SESSION',
 ]);
 
-function describe(err: unknown): string {
+/** An SDK or gRPC error as one line for a message: `NOT_FOUND: details`, `NotFoundError: …`. */
+export function describeModalError(err: unknown): string {
   if (err instanceof ClientError) return `${Status[err.code] ?? err.code}: ${err.details}`;
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);
@@ -87,6 +91,24 @@ function errnoOf(err: unknown): string | undefined {
 }
 
 /**
+ * True when the SDK or a server said "no such sandbox / it has finished" for a call about one
+ * sandbox: the SDK's `NotFoundError` (its filesystem API's "The Sandbox is unavailable. This
+ * Sandbox may have already shut down."), `ConflictError` ("has already finished", from
+ * SandboxGetTaskId), or a bare gRPC NOT_FOUND / FAILED_PRECONDITION. By class and status only.
+ *
+ * From the control plane about a sandbox id (poll's SandboxWait, terminate) this is its finding.
+ * From the task's command router (exec start and wait, the kill exec, file operations) it is only a
+ * claim: Modal's router answers NOT_FOUND once its task has ended (modal-client
+ * `task_command_router_client.py` `exec_wait`: "If just the task shuts down, the task command
+ * router will return a NOT_FOUND error"), but a retrying router can send it for a live one too.
+ * `readRouterError` (modal-router-error.ts) has a poll confirm it before anything reads it as gone.
+ */
+export function claimsGone(err: unknown): boolean {
+  if (err instanceof NotFoundError || err instanceof ConflictError) return true;
+  return err instanceof ClientError && (err.code === Status.NOT_FOUND || err.code === Status.FAILED_PRECONDITION);
+}
+
+/**
  * Translates anything the Modal SDK (or its gRPC transport) throws into the lanes taxonomy:
  * `SandboxGoneError` (the sandbox is finished or does not exist), `ProviderUnavailableError`
  * (transport, capacity, server trouble: transient) or `ProviderInvalidError` (the request itself is
@@ -95,20 +117,21 @@ function errnoOf(err: unknown): string | undefined {
  * Errors that are already `LanesError`s pass through unchanged. Anything unrecognised is treated as
  * unavailable: "we could not tell" must never read as "the sandbox is dead", and must not fail a
  * card permanently either.
+ *
+ * In the sandbox scope a `claimsGone` error is read as gone: right for the control plane's answers
+ * (poll, terminate). Calls through the command router go through `readRouterError` instead.
  */
 export function toLanesError(err: unknown, scope: ModalErrorScope): LanesError {
   if (err instanceof LanesError) return err;
-  const detail = describe(err);
+  const detail = describeModalError(err);
   const opts = { cause: err };
-  const gone = scope.kind === 'sandbox' ? new SandboxGoneError(scope.sandboxId, detail, opts) : undefined;
   const invalid = () => new ProviderInvalidError(MODAL_PROVIDER_NAME, detail, opts);
   const unavailable = () => new ProviderUnavailableError(MODAL_PROVIDER_NAME, detail, opts);
 
+  // A sandbox-scoped NotFound/Conflict is the sandbox itself; elsewhere it is a named object that is
+  // missing (a secret, an app, an image id).
+  if (claimsGone(err)) return scope.kind === 'sandbox' ? new SandboxGoneError(scope.sandboxId, detail, opts) : invalid();
   // SDK classes first: the SDK has already read the status for these.
-  // A sandbox-scoped NotFound is the sandbox itself; elsewhere it is a named object that is missing.
-  if (err instanceof NotFoundError) return gone ?? invalid();
-  // The SDK raises ConflictError when a sandbox "has already finished" (exec/attach on a dead one).
-  if (err instanceof ConflictError) return gone ?? invalid();
   // ClientClosedError is local state (a detached handle or closed client), not a finding about the
   // sandbox: only an explicit finding may destroy, so it is transient.
   if (err instanceof ClientClosedError) return unavailable();
@@ -122,8 +145,6 @@ export function toLanesError(err: unknown, scope: ModalErrorScope): LanesError {
   if (err instanceof SandboxFilesystemError) return err.constructor === SandboxFilesystemError ? unavailable() : invalid();
 
   if (err instanceof ClientError) {
-    // NOT_FOUND / FAILED_PRECONDITION on a sandbox call: the sandbox no longer exists or has finished.
-    if (err.code === Status.NOT_FOUND || err.code === Status.FAILED_PRECONDITION) return gone ?? invalid();
     if (TRANSIENT_CODES.has(err.code)) return unavailable();
     if (INVALID_CODES.has(err.code)) return invalid();
     return unavailable();

@@ -1,12 +1,13 @@
-import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError, defaults } from '@lanes/contracts';
+import { ProviderInvalidError, ProviderUnavailableError, type LanesError, defaults } from '@lanes/contracts';
 import type { PollResult } from '@lanes/contracts';
 import { CommandLifecycle } from '../command-lifecycle.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { cancelledBeforeStart } from '../exec-result.js';
-import type { ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
-import { MODAL_PROVIDER_NAME, toLanesError } from './modal-errors.js';
+import type { ModalExecParamsLike, ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
+import { MODAL_PROVIDER_NAME } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
-import { LivenessWatch } from './modal-liveness.js';
+import { LivenessWatch, goneFromPoll, type FinishedPoll } from './modal-liveness.js';
+import { mayRetry, readRouterError } from './modal-router-error.js';
 import { sdkTimeoutMs } from './modal-timeouts.js';
 import type { ExecOptions, ExecResult, OutputStream } from '../provider.js';
 
@@ -38,8 +39,11 @@ export interface OutputChars {
 /** Kill execs tried before concluding the group cannot be killed. */
 const MAX_KILL_ATTEMPTS = 3;
 
-/** `error`: wait() failed; `stuck`: our kill ran out of attempts and the command still had not ended. */
-type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: unknown } | { kind: 'stuck'; error: ProviderUnavailableError } | { kind: 'gone'; detail: string };
+/**
+ * `error`: wait() failed (read by the router rule: never gone unless a poll said so); `stuck`: our
+ * kill ran out of attempts and the command still had not ended; `gone`: the liveness poll's finding.
+ */
+type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: LanesError } | { kind: 'stuck'; error: ProviderUnavailableError } | { kind: 'gone'; found: FinishedPoll };
 
 /** Reads one output stream to the end (or until cancelled), keeping the tail. */
 class Collector {
@@ -96,8 +100,9 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
       cancelStreams(killer);
       await withDeadline(killer.wait(), killBackstopMs);
     } catch (err) {
-      if (toLanesError(err, { kind: 'sandbox', sandboxId: ctx.sandboxId }) instanceof SandboxGoneError) return;
-      // Transport trouble or a stuck kill exec: try again while the command still runs.
+      if ((await readRouterError(err, ctx.sandboxId, ctx.poll)).kind === 'gone') return;
+      // Transport trouble, a stuck kill exec, or a router "gone" the poll did not confirm: try
+      // again while the command still runs.
     }
     if (await settlesWithin(exited, graceMs)) return;
   }
@@ -106,8 +111,8 @@ async function killGroup(ctx: ModalExecContext, execId: string, graceMs: number,
 /**
  * After the exec channel failed in transport, the command itself may still run in a healthy
  * sandbox: the kill script (by exec id) ends its group and exits 0 only once nothing of it is left.
- * True when confirmed stopped (or the sandbox is gone, so nothing runs); false when every attempt
- * failed. Each attempt is bounded as a whole: the SDK retries a refused exec start for ~10 s.
+ * True when confirmed stopped (or the sandbox is confirmed gone, so nothing runs); false when every
+ * attempt failed. Each attempt is bounded as a whole: the SDK retries a refused exec start for ~10 s.
  */
 async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: number): Promise<boolean> {
   const killBackstopMs = 4 * graceMs + ctx.backstopMarginMs;
@@ -123,10 +128,44 @@ async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: nu
       );
       if (code === 0) return true;
     } catch (err) {
-      if (toLanesError(err, { kind: 'sandbox', sandboxId: ctx.sandboxId }) instanceof SandboxGoneError) return true;
+      if ((await readRouterError(err, ctx.sandboxId, ctx.poll)).kind === 'gone') return true;
     }
   }
   return false;
+}
+
+/**
+ * Starts the wrapped command. A router "gone" for a sandbox that polls live (readRouterError) is not
+ * a finding: once the refused start is confirmed not running (the kill script by exec id exits 0),
+ * it is tried again, up to ROUTER_NOT_FOUND_RETRIES times; after that the caller gets the
+ * ProviderUnavailableError, for the supervisor's poll and canary. A confirmed "gone" throws
+ * SandboxGoneError with what the poll found.
+ */
+async function startCommand(ctx: ModalExecContext, execId: string, argv: readonly string[], params: ModalExecParamsLike, graceMs: number): Promise<ModalProcessLike> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await ctx.sandbox.exec(wrapArgv(execId, argv), params);
+    } catch (err) {
+      const reading = await readRouterError(err, ctx.sandboxId, ctx.poll);
+      if (!mayRetry(reading, tries) || !(await confirmStopped(ctx, execId, graceMs))) throw reading.error;
+    }
+  }
+}
+
+/**
+ * Waits for the command's exit. A wait the router answered "gone" for while the sandbox polls live
+ * is waited again (the command may well still run: killing it would throw its work away), up to
+ * ROUTER_NOT_FOUND_RETRIES times; any other failure is the outcome, already read by the router rule.
+ */
+async function waitForExit(ctx: ModalExecContext, proc: ModalProcessLike): Promise<Outcome> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return { kind: 'exit', code: await proc.wait() };
+    } catch (err) {
+      const reading = await readRouterError(err, ctx.sandboxId, ctx.poll);
+      if (!mayRetry(reading, tries)) return { kind: 'error', error: reading.error };
+    }
+  }
 }
 
 /**
@@ -138,7 +177,6 @@ async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: nu
  * stdout's from its byte cap, so what the sandbox sends cannot grow the worker).
  */
 export async function runModalCommand(ctx: ModalExecContext, argv: readonly string[], options: ExecOptions = {}, keep: OutputChars = {}): Promise<ExecResult> {
-  const scope = { kind: 'sandbox' as const, sandboxId: ctx.sandboxId };
   if (argv.length === 0) throw new ProviderInvalidError(MODAL_PROVIDER_NAME, 'exec needs a program (argv is empty)');
   const startedAt = ctx.now();
   const graceMs = options.killGraceMs ?? defaults.DEFAULT_KILL_GRACE_MS;
@@ -154,28 +192,32 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   const watch = new LivenessWatch(() => ctx.poll(), ctx.livenessPollIntervalMs);
   let proc: ModalProcessLike;
   try {
-    const starting = ctx.sandbox.exec(wrapArgv(execId, argv), {
-      workdir: options.cwd ?? ctx.workdir,
-      ...(options.env ? { env: { ...options.env } } : {}),
-      ...(backstopMs !== undefined ? { timeoutMs: backstopMs } : {}),
-    });
-    const first = await Promise.race([starting, watch.gone.then((detail) => new SandboxGoneError(ctx.sandboxId, detail))]);
-    if (first instanceof SandboxGoneError) {
+    const starting = startCommand(
+      ctx,
+      execId,
+      argv,
+      {
+        workdir: options.cwd ?? ctx.workdir,
+        ...(options.env ? { env: { ...options.env } } : {}),
+        ...(backstopMs !== undefined ? { timeoutMs: backstopMs } : {}),
+      },
+      graceMs,
+    );
+    const first = await Promise.race([starting, watch.gone]);
+    if (!('wait' in first)) {
       starting.then(cancelStreams, () => {});
-      throw first;
+      throw goneFromPoll(ctx.sandboxId, first, 'while a command was starting');
     }
     proc = first;
   } catch (err) {
     watch.stop();
-    throw toLanesError(err, scope);
+    // startCommand read its own failure by the router rule.
+    throw err;
   }
 
   const stdout = new Collector(proc.stdout, 'stdout', keep.stdout ?? ctx.maxOutputChars, options.onOutput);
   const stderr = new Collector(proc.stderr, 'stderr', keep.stderr ?? ctx.maxOutputChars, options.onOutput);
-  const exited: Promise<Outcome> = proc.wait().then(
-    (code) => ({ kind: 'exit', code }),
-    (error: unknown) => ({ kind: 'error', error }),
-  );
+  const exited = waitForExit(ctx, proc);
 
   let settle!: (o: Outcome) => void;
   const interrupted = new Promise<Outcome>((resolve) => (settle = resolve));
@@ -194,7 +236,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   let outcome: Outcome;
   try {
     // The liveness race: the SDK's exec-wait retries forever against a dead sandbox.
-    outcome = await Promise.race([exited, interrupted, watch.gone.then((detail): Outcome => ({ kind: 'gone', detail }))]);
+    outcome = await Promise.race([exited, interrupted, watch.gone.then((found): Outcome => ({ kind: 'gone', found }))]);
   } finally {
     watch.stop();
     lifecycle.settle();
@@ -203,9 +245,9 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
   if (outcome.kind !== 'exit') {
     stdout.cancel();
     stderr.cancel();
-    if (outcome.kind === 'gone') throw new SandboxGoneError(ctx.sandboxId, outcome.detail);
+    if (outcome.kind === 'gone') throw goneFromPoll(ctx.sandboxId, outcome.found, 'while running a command');
     if (outcome.kind === 'stuck') throw outcome.error;
-    const error = toLanesError(outcome.error, scope);
+    const error = outcome.error;
     // Transport lost the command, not the command ending: stop it by exec id before anyone can
     // start the next attempt in this sandbox (the caller re-runs a transport failure).
     if (error instanceof ProviderUnavailableError && !(await confirmStopped(ctx, execId, graceMs))) {

@@ -1,10 +1,10 @@
 import { posix } from 'node:path';
-import { NotFoundError } from 'modal';
-import { AgentFileError, ProviderUnavailableError, SandboxGoneError, agentLimits, type PollResult } from '@lanes/contracts';
+import { AgentFileError, SandboxGoneError, agentLimits, type PollResult } from '@lanes/contracts';
 import { ExecQueue } from '../exec-queue.js';
 import { withCallDeadline } from './modal-call-deadline.js';
 import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
+import { mayRetry, readRouterError } from './modal-router-error.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
 import type { ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { readFileArgv } from './modal-exec-scripts.js';
@@ -42,7 +42,9 @@ export class ModalSandboxHandle implements SandboxHandle {
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
   /**
-   * Set once this handle has seen the sandbox finished (its own poll, or a command's liveness race).
+   * Set once this handle's poll() has seen the sandbox finished (asked directly, by a command's
+   * liveness race, or to confirm a router's "gone"). Only that finding sets it: a command router's
+   * NOT_FOUND alone never does (readRouterError), so the supervisor's canary after one still runs.
    * A finished Modal sandbox never runs again, so later calls fail at once: the real SDK would send
    * them to the dead task's command router and retry its silence for seconds.
    */
@@ -78,11 +80,9 @@ export class ModalSandboxHandle implements SandboxHandle {
     try {
       return await this.#queue.exec(argv, options);
     } catch (err) {
-      // Once the sandbox is known gone, everything queued behind learns it now, and so does every later call.
-      if (err instanceof SandboxGoneError) {
-        this.#gone ??= err;
-        this.#queue.rejectQueued(err);
-      }
+      // A command's SandboxGoneError is a poll's finding (poll() has cached it for every later
+      // call): everything queued behind learns it now.
+      if (err instanceof SandboxGoneError) this.#queue.rejectQueued(err);
       throw err;
     }
   }
@@ -118,10 +118,18 @@ export class ModalSandboxHandle implements SandboxHandle {
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
     this.#throwIfFinished();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-    try {
-      await withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
-    } catch (err) {
-      throw await this.#filesystemError(err);
+    // The SDK's filesystem API is an exec of its helper through the command router: its failures
+    // are read by the same rule as a command's (readRouterError). It folds transport trouble into
+    // its NotFoundError too, so only the poll behind that rule may say gone; a write is idempotent,
+    // so one the router refused on a live sandbox is tried again like a command's start.
+    for (let tries = 1; ; tries++) {
+      try {
+        await withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
+        return;
+      } catch (err) {
+        const reading = await readRouterError(err, this.id, () => this.poll());
+        if (!mayRetry(reading, tries)) throw reading.error;
+      }
     }
   }
 
@@ -145,22 +153,6 @@ export class ModalSandboxHandle implements SandboxHandle {
     const keep = { stdout: maxChars + 1, stderr: READ_FILE_STDERR_CHARS };
     const read = await runModalCommand(this.#execContext, readFileArgv(this.workdir, relative, maxBytes), { timeoutMs: this.#timing.fileOpTimeoutMs }, keep);
     return parseFileRead(name, read, maxBytes, maxChars);
-  }
-
-  /**
-   * The SDK's filesystem API reports transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, …) as a
-   * NotFoundError "the Sandbox is unavailable", indistinguishable by class from a real death. Only
-   * poll() can tell, and only its finding may say "gone"; otherwise the failure is transient.
-   */
-  async #filesystemError(err: unknown): Promise<Error> {
-    if (!(err instanceof NotFoundError)) return toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
-    try {
-      const found = await this.poll();
-      if (found.state !== 'live') return new SandboxGoneError(this.id, `${found.state} during a file operation`, { cause: err });
-    } catch {
-      // Could not ask either: not a finding.
-    }
-    return new ProviderUnavailableError(MODAL_PROVIDER_NAME, 'file operation failed while the sandbox is live or unknown', { cause: err });
   }
 
   /** One command in the sandbox (its files are only reachable through a process); the paths are argv. */

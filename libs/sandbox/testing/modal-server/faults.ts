@@ -15,6 +15,11 @@ export interface FailOptions {
   forMs?: number;
   /** Only calls about this sandbox (by sandboxId, or its taskId on the router). */
   sandboxId?: string;
+  /**
+   * Only exec starts (`TaskExecStart`) whose command has an argv entry containing this text, e.g. the
+   * agent's path: one command's start fails while the kill execs and canaries around it go through.
+   */
+  argvIncludes?: string;
 }
 
 interface FailRule {
@@ -23,6 +28,7 @@ interface FailRule {
   remaining: number;
   until: number;
   sandboxId: string | undefined;
+  argvIncludes: string | undefined;
 }
 
 /** What the middleware knows about one call. */
@@ -31,6 +37,8 @@ export interface RpcCall {
   method: string;
   /** The sandbox the call is about, when the request names one. */
   sandboxId: string | undefined;
+  /** An exec start's command argv (`TaskExecStartRequest.commandArgs`); absent for other calls. */
+  argv?: readonly string[];
 }
 
 function matches(target: RpcTarget, call: RpcCall): boolean {
@@ -62,6 +70,7 @@ export class ModalFaults {
       remaining: options.times ?? (byTime ? Number.POSITIVE_INFINITY : 1),
       until: byTime ? this.#now() + (options.forMs ?? 0) : Number.POSITIVE_INFINITY,
       sandboxId: options.sandboxId,
+      argvIncludes: options.argvIncludes,
     });
   }
 
@@ -122,6 +131,8 @@ export class ModalFaults {
       }
       if (!matches(rule.target, call)) continue;
       if (rule.sandboxId !== undefined && rule.sandboxId !== call.sandboxId) continue;
+      const marker = rule.argvIncludes;
+      if (marker !== undefined && !(call.argv ?? []).some((a) => a.includes(marker))) continue;
       rule.remaining--;
       return new ServerError(rule.code, `injected ${Status[rule.code]} for ${call.method}`);
     }
@@ -168,7 +179,8 @@ export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf:
     faults.count(method, sandboxId);
     const ms = faults.delayFor(method, sandboxId);
     if (ms > 0) await faults.hold(method, ms, context.signal);
-    const error = faults.injected({ service, method, sandboxId });
+    const argv = call.requestStream ? undefined : (call.request as { commandArgs?: string[] } | undefined)?.commandArgs;
+    const error = faults.injected({ service, method, sandboxId, ...(argv ? { argv } : {}) });
     if (error) throw error;
     return yield* call.next(call.request, context);
   };
