@@ -13,7 +13,7 @@
  * the local provider alone, each then answering one command (`echo canary`), as a slot's canary
  * does before it is live. It runs in a process of its own (this file, with tsx, as this one), so
  * its leftovers do not count in the stack's memory; a sandbox is a process forked from it, and a
- * fork costs the more the bigger the forking process is (bench/spawn-cost.ts), so its size is
+ * fork costs the more the bigger the forking process is (bench/probes/spawn-cost.ts), so its size is
  * printed too. The ratio is what the stack adds on top of starting the processes.
  */
 import { execFileSync } from 'node:child_process';

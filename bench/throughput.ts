@@ -25,7 +25,7 @@
  *    connection per probe, as a kubelet or a load balancer probes (bench/health-probe.ts); and this
  *    process's event-loop delay over the same rounds, the part of either that is the server's own.
  *    The same prober also probes an idle node:http server in a process of its own, in turn with
- *    lanes (bench/idle-healthz.ts): the box's own tail, measured at the same moments.
+ *    lanes (bench/probes/idle-healthz.ts): the box's own tail, measured at the same moments.
  */
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,9 +38,9 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
-import { cpuWaitBetween, cpuWaitFigures, readCpuWait, type CpuWaitReading } from './cpu-wait.js';
+import { cpuWaitBetween, cpuWaitFigures, readCpuWait, type CpuWaitReading } from './probes/cpu-wait.js';
 import type { ProbeReply, ProbeRequest } from './health-probe.js';
-import type { IdleHealthzReady } from './idle-healthz.js';
+import type { IdleHealthzReady } from './probes/idle-healthz.js';
 import { startMonitor } from './monitor.js';
 
 const { values } = parseArgs({
@@ -207,9 +207,9 @@ async function untilCompleted(queue: string, ids: Iterable<string>): Promise<voi
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
 // The kubelet-style /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
 // process's execArgv so it runs under tsx as this one does; and the control it probes beside lanes,
-// an idle node:http server in a process of its own (bench/idle-healthz.ts).
+// an idle node:http server in a process of its own (bench/probes/idle-healthz.ts).
 const prober = fork(new URL('./health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
-const idleServer = fork(new URL('./idle-healthz.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+const idleServer = fork(new URL('./probes/idle-healthz.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
 const idleUrl = await new Promise<string>((resolve) => idleServer.once('message', (m: IdleHealthzReady) => resolve(`http://127.0.0.1:${m.port}/healthz`)));
 /**
  * Probes lanes' /healthz and the idle server's in turn from the prober's process until stopped, each

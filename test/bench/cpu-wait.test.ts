@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuWaitBetween, cpuWaitFigures, readCpuWait } from '../../bench/cpu-wait.js';
+import { cpuWaitBetween, cpuWaitFigures, readCpuWait } from '../../bench/probes/cpu-wait.js';
 
-describe('bench/cpu-wait', () => {
+describe('bench/probes/cpu-wait', () => {
   it.runIf(existsSync('/proc/thread-self/schedstat'))('reads the main thread: every sleep and wake-up is a new timeslice', async () => {
     const before = readCpuWait();
     for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 5));
@@ -17,7 +17,7 @@ describe('bench/cpu-wait', () => {
   });
 });
 
-describe('bench/cpu-wait figures', () => {
+describe('bench/probes/cpu-wait figures', () => {
   it('sums the stretches and divides by their wall time; a missing reading leaves its figure null', () => {
     const figures = cpuWaitFigures([
       { threadWaitMs: 30, threadSlices: 100, boxSomeMs: undefined, wallMs: 100 },

@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ProbeReply, ProbeRequest } from '../../bench/health-probe.js';
-import type { IdleHealthzReady } from '../../bench/idle-healthz.js';
+import type { IdleHealthzReady } from '../../bench/probes/idle-healthz.js';
 import { waitFor } from '../harness/index.js';
 
 const benchFile = (name: string) => new URL(`../../bench/${name}`, import.meta.url).pathname;
@@ -19,7 +19,7 @@ describe('bench: /healthz prober and idle server', () => {
   });
 
   it('probes two servers in turn, a connection per probe, and answers each one its own latencies', async () => {
-    const idle = forkTs('idle-healthz.ts');
+    const idle = forkTs('probes/idle-healthz.ts');
     const prober = forkTs('health-probe.ts');
     children.push(idle, prober);
     const port = await new Promise<number>((resolve) => idle.once('message', (m: IdleHealthzReady) => resolve(m.port)));
@@ -49,7 +49,7 @@ describe('bench: /healthz prober and idle server', () => {
   });
 
   it('the idle server answers only /healthz', async () => {
-    const idle = forkTs('idle-healthz.ts');
+    const idle = forkTs('probes/idle-healthz.ts');
     children.push(idle);
     const port = await new Promise<number>((resolve) => idle.once('message', (m: IdleHealthzReady) => resolve(m.port)));
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);

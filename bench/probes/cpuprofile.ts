@@ -1,4 +1,4 @@
-/** What bench/cpuprofile-top.ts and bench/cpuprofile-stalls.ts read: a V8 CPU profile (`node --cpu-prof`). */
+/** What bench/probes/cpuprofile-top.ts and bench/probes/cpuprofile-stalls.ts read: a V8 CPU profile (`node --cpu-prof`). */
 import { readFileSync } from 'node:fs';
 
 export interface ProfileNode {

@@ -1,7 +1,7 @@
 /**
  * The top self-time functions of a V8 CPU profile (`node --cpu-prof`), as a markdown table.
  *
- *   npx tsx bench/cpuprofile-top.ts <file.cpuprofile> [--top N]
+ *   npx tsx bench/probes/cpuprofile-top.ts <file.cpuprofile> [--top N]
  *
  * Self time is the sampled time a function was on top of the stack. `(idle)` is the process
  * waiting (for Redis, a child, a timer); `(program)` and `(garbage collector)` are V8's own.

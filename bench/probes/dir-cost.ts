@@ -3,7 +3,7 @@
  * reset makes (a local sandbox's card has three directories). The reason a card's directories are
  * reused when nothing can hold them (libs/sandbox/src/local/tree-reuse.ts).
  *
- *   npx tsx bench/dir-cost.ts [--dir D] [--ops N]   # defaults: the OS temp dir, 3000
+ *   npx tsx bench/probes/dir-cost.ts [--dir D] [--ops N]   # defaults: the OS temp dir, 3000
  *
  * Wall time per call, and the process's system CPU per call (the rest is waiting, for the journal
  * on ext4). The baseline is a small file's create and unlink, in the same directory, same run.

@@ -2,7 +2,7 @@
  * The event loop's longest busy stretches in a V8 CPU profile (`node --cpu-prof`), and what ran
  * in them: what keeps a probe like `/healthz` waiting.
  *
- *   npx tsx bench/cpuprofile-stalls.ts <file.cpuprofile> [--min-ms M] [--top N]   # defaults 10, 15
+ *   npx tsx bench/probes/cpuprofile-stalls.ts <file.cpuprofile> [--min-ms M] [--top N]   # defaults 10, 15
  *
  * A stretch is a run of samples with no `(idle)` between them. For each of the N longest it prints
  * its length, the share of it spent in `(garbage collector)`, the outermost frame of lanes' own code

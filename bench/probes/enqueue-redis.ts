@@ -1,7 +1,7 @@
 /**
  * The enqueue path without HTTP: `LaneQueues` against a bare `Queue.addBulk`, on one redis-server.
  *
- *   npx tsx --conditions=@lanes/source bench/enqueue-redis.ts [--rounds R] [--singles M]
+ *   npx tsx --conditions=@lanes/source bench/probes/enqueue-redis.ts [--rounds R] [--singles M]
  *
  * Bulk: R rounds, each `enqueueMany` of 100 cards then `addBulk` of 100 jobs; the median of the
  * rounds' times and the Node CPU per round (process.cpuUsage). Then R/4 rounds of each alone, for
@@ -14,7 +14,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { LaneConfigSchema } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX } from '@lanes/queue';
-import { startRedis } from '../test/harness/index.js';
+import { startRedis } from '../../test/harness/index.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' }, singles: { type: 'string', default: '3000' } } });
 const ROUNDS = Number(values.rounds);

@@ -3,9 +3,9 @@
  * sandbox's init makes for each command and the throughput bench's bare worker for each job, at
  * three sizes of the spawning process; beside it, a shell starting `/bin/true`. Node forks, so
  * the parent pays for its own memory on every spawn; this is the CPU that the throughput run's
- * four inits and its baseline burn beside the stack (docs/results.md, sixth session).
+ * four inits and its baseline burn beside the stack (docs/results.md, "Known limits").
  *
- *   npx tsx bench/spawn-cost.ts [--spawns N]   # default 200 per row
+ *   npx tsx bench/probes/spawn-cost.ts [--spawns N]   # default 200 per row
  *
  * Each Node row runs in a fresh plain `node` of its own, holding MiB of touched buffers: wall
  * time per spawn (to `close`, stdout and stderr piped) and the parent's CPU per spawn. The shell

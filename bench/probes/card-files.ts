@@ -2,10 +2,10 @@
  * The per-card file work of the local provider, old pattern against new, in one process: 4
  * concurrent "slots", batches of N cards, alternating order, R rounds; median wall and CPU per card.
  *
- *   npx tsx bench/card-files.ts [--dir DIR] [--cards N] [--rounds R]     # defaults: $TMPDIR, 300, 10
+ *   npx tsx bench/probes/card-files.ts [--dir DIR] [--cards N] [--rounds R]     # defaults: $TMPDIR, 300, 10
  *
- * old: rm out, rm work, mkdir out, mkdir work, mkdir the card dir, write card.json (main before
- *      2026-11-30). new: mkdir -p out and work at once (remove only what already existed), write
+ * old: rm out, rm work, mkdir out, mkdir work, mkdir the card dir, write card.json (before
+ *      `a4cf6fd`). new: mkdir -p out and work at once (remove only what already existed), write
  *      card.json (make its directory only if the write says it is missing). Both then read
  *      result.json and blocked.json (missing), as the runner does.
  */
