@@ -1,9 +1,9 @@
-import { Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LaneConfigSchema, MAX_CARD_PRIORITY, type Card } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions } from '@lanes/queue';
-import { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from '../src/bullmq-job-layout.js';
+import { JOB_LAYOUT_BULLMQ_VERSION, JOB_LAYOUT_WRITABLE, installedBullmqVersion } from '../src/bullmq-job-layout.js';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 /**
@@ -11,6 +11,10 @@ import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index
  * against what BullMQ's own `Queue.add` writes, on two redis-servers given the same steps: every
  * key of the lane's queue, with its type and contents. Only the times differ (the job's timestamp,
  * the streams' entry ids).
+ *
+ * lanes' writer is forced on here (`writeJobs: true`): under another BullMQ the version gate turns it
+ * off by default, and the comparison would then set BullMQ's add against itself and pass. Forced
+ * on, a bumped BullMQ makes every comparison below fail with the keys that differ (docs/upgrading-bullmq.md).
  */
 describe('a job written by lanes is the job BullMQ writes', () => {
   const LANE = 'contract';
@@ -23,7 +27,7 @@ describe('a job written by lanes is the job BullMQ writes', () => {
   beforeAll(async () => {
     servers = await Promise.all([startRedis(), startRedis()]);
     const lanesRedis = createRedis(servers[0]!.url);
-    lanesSide = { redis: lanesRedis, queues: new LaneQueues({ redis: lanesRedis, store: new CardStore({ redis: lanesRedis, now: Date.now }), lanes: [lane] }) };
+    lanesSide = { redis: lanesRedis, queues: new LaneQueues({ redis: lanesRedis, store: new CardStore({ redis: lanesRedis, now: Date.now }), lanes: [lane], writeJobs: true }) };
     const bullmqRedis = createRedis(servers[1]!.url);
     bullmqSide = { redis: bullmqRedis, queue: new Queue(LANE, { connection: bullmqRedis, prefix: QUEUE_PREFIX }) };
   });
@@ -49,9 +53,16 @@ describe('a job written by lanes is the job BullMQ writes', () => {
     priority: 0,
     ...over,
   });
-  /** The same enqueue on both sides: lanes' own write, and BullMQ's add with the same options. */
+  /** The same enqueue on both sides: lanes' own write (no BullMQ add runs for it), and BullMQ's add with the same options. */
   async function enqueueBoth(cards: Card[]): Promise<void> {
-    expect((await lanesSide.queues.enqueueMany(cards)).ok).toBe(true);
+    // Every way BullMQ writes a job: Queue.add (Job.create), addBulk (Job.createBulk), a job added on a MULTI (addJob).
+    const adds = [vi.spyOn(Job, 'create'), vi.spyOn(Job, 'createBulk'), vi.spyOn(Job.prototype, 'addJob')];
+    try {
+      expect((await lanesSide.queues.enqueueMany(cards)).ok).toBe(true);
+      for (const add of adds) expect(add, "lanes' side: its own writer, not BullMQ's add").not.toHaveBeenCalled();
+    } finally {
+      for (const add of adds) add.mockRestore();
+    }
     for (const c of cards) await bullmqSide.queue.add(LANE, c, jobOptions(c, lane));
   }
 
@@ -83,9 +94,11 @@ describe('a job written by lanes is the job BullMQ writes', () => {
     return ours;
   }
 
-  it('runs under the BullMQ whose layout it was checked against', () => {
-    // A new BullMQ: check its addStandardJob and addPrioritizedJob against bullmq-job-layout.ts, then move the version there.
+  it('runs under the BullMQ whose layout it was checked against, where lanes writes jobs by default', () => {
+    // A new BullMQ: the comparisons below print what its add writes differently; bring
+    // bullmq-job-layout.ts in line with it, then move the version there (docs/upgrading-bullmq.md).
     expect(installedBullmqVersion).toBe(JOB_LAYOUT_BULLMQ_VERSION);
+    expect(JOB_LAYOUT_WRITABLE).toBe(true);
   });
 
   it('a batch of new cards: the same job hashes, wait list, marker, id counter, meta and events', async () => {
