@@ -6,6 +6,7 @@ import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, 
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
+import { wakeMainLoop } from './bullmq-main-loop.js';
 import { LaneBreaker } from './lane-breaker.js';
 import { Terminator } from './terminator.js';
 import { assertLeaseFits } from './lease.js';
@@ -15,11 +16,6 @@ import type { RunLease } from './run-lease.js';
 import { Slot } from './slot.js';
 import { SlotPool } from './slot-pool.js';
 import { SlotScaler } from './slot-scaler.js';
-
-/** The one BullMQ internal we touch: its main loop's queue, to wake the loop after a concurrency raise. */
-interface BullMqMainLoop {
-  mainLoopQueue?: { add(promise: Promise<undefined>): void } | null;
-}
 
 /** BullMQ's default lock: a crashed worker's cards are handed on within about twice this. */
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
@@ -187,14 +183,15 @@ export class LaneWorker {
   /**
    * BullMQ's concurrency follows the slot count. Its main loop reads the setting only when it wakes
    * (a job settles or a blocking fetch returns), so a raise is followed by a wake-up: otherwise a
-   * worker whose every slot runs a long card would not fetch for its new slots until one ends.
+   * worker whose every slot runs a long card would not fetch for its new slots until one ends. The
+   * wake touches a BullMQ internal, gated on its version (bullmq-main-loop.ts).
    */
   private followSlotCount(): void {
     const worker = this.worker;
     if (!worker) return;
     const before = worker.concurrency;
     worker.concurrency = Math.max(1, this.pool.size);
-    if (worker.concurrency > before) (worker as unknown as BullMqMainLoop).mainLoopQueue?.add(Promise.resolve(undefined));
+    if (worker.concurrency > before) wakeMainLoop(worker);
   }
 
   private startSlot(slot: Slot): void {

@@ -7,6 +7,7 @@ export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type StoredEvent } from
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult } from './card-store.js';
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { evaluateRunFence, reclaimLockMsFor, type RunFenceDecision, type RunFenceSnapshot } from './run-fence.js';
+export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-layout.js';
 export { appendJobLog } from './job-log-append.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { LaneQueues, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';
