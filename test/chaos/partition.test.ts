@@ -196,4 +196,46 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
       conn.disconnect();
     }
   }, 90_000);
+
+  it('a cancel answered while the worker was cut off wins over its finished run: the card ends cancelled, and nothing runs again', async () => {
+    const agentPath = join(dir, 'agent-cancel.mjs');
+    const ledgerPath = join(dir, 'ledger-cancel.txt');
+    const goPath = join(dir, 'go-cancel');
+    writeFileSync(agentPath, AGENT_ON_CUE);
+    const lane = { name: 'part-cancel', slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath, FENCE_GO: goPath } };
+    const common = { sandboxDir: join(dir, 'sandboxes'), lockDurationMs: LOCK_DURATION_MS, heartbeatIntervalMs: 500 };
+    const ledger = () => (existsSync(ledgerPath) ? readFileSync(ledgerPath, 'utf8').trim().split('\n') : []);
+    const logs: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    const api = await startTestStack(redis.url, [lane], { ...common, parts: { api: true, worker: false, supervisor: false } });
+    stacks.push(api);
+    const a = await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) });
+    stacks.push(a);
+    const conn = createRedis(redis.url);
+    try {
+      await api.api.request('POST', '/v1/cards', { id: 'cancel-1', lane: 'part-cancel', title: 'cancelled while its worker is cut off' });
+      await waitFor('run 1 to start on worker A', () => ledger().length === 1);
+      const stalled = async () => (await conn.sismember(keys.jobStalled('part-cancel'), 'cancel-1')) === 1;
+      await waitFor('a renewal since the last stalled check', async () => !(await stalled()));
+      link.cut();
+      expect((await api.api.request('POST', '/v1/cards/cancel-1/cancel', {})).status).toBe(202);
+      // The agent finishes after the cancel was answered; its worker never heard of it.
+      writeFileSync(goPath, '');
+      await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
+      await waitFor("the run's lock to lapse", async () => (await conn.exists(keys.jobLock('part-cancel', 'cancel-1'))) === 0, { timeoutMs: LOCK_DURATION_MS + 5_000 });
+      link.heal();
+      const ended = await api.api.waitCard('cancel-1', 'cancelled', (c) => c.state === 'cancelled' || c.state === 'done', 30_000);
+      expect(ended.state).toBe('cancelled');
+      expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([]);
+      expect(logs.filter((l) => l.event === 'card.stale-write')).toEqual([expect.objectContaining({ cardId: 'cancel-1', to: 'done' })]);
+      expect(ledger()).toEqual(['start 1', 'end 1']);
+    } finally {
+      conn.disconnect();
+    }
+  }, 90_000);
 });

@@ -102,7 +102,8 @@ if writer == 'run' then
   if lock ~= token then
     if lock or ARGV[15] == '0' or to == 'running' or state ~= 'running'
       or (redis.call('HGET', KEYS[1], 'runToken') or '') ~= token
-      or not redis.call('LPOS', KEYS[11], ARGV[11]) then return {'stale', state} end
+      or not redis.call('LPOS', KEYS[11], ARGV[11])
+      or redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1 then return {'stale', state} end
     reclaim = true
   end
 end

@@ -18,6 +18,8 @@ export interface RunFenceSnapshot {
   to: CardState;
   /** The run offers to take a lapsed lock back (it has a finished agent run in hand). */
   mayReclaim: boolean;
+  /** A board's cancel is kept on the card (`cancelRequestedAt`): the run that was cut off never heard it. */
+  cancelRequested: boolean;
 }
 
 export type RunFenceDecision =
@@ -36,6 +38,7 @@ export type RunFenceDecision =
  * | nobody      | a move to running (a run that never started stays unstarted)     | stale             |
  * | nobody      | the card is not running, or records another run (or none)        | stale             |
  * | nobody      | the stalled check handed the job on (not in the active list)     | stale             |
+ * | nobody      | a cancel waits on the card (answered 202 while the run was cut off) | stale             |
  * | nobody      | out of running, the card still this run's, the job still active  | write and reclaim |
  *
  * A lapsed lock with the job still active and the card still this run's means that no other run
@@ -50,6 +53,8 @@ export function evaluateRunFence(s: RunFenceSnapshot): RunFenceDecision {
   if (s.to === 'running') return { action: 'stale', reason: 'the lock lapsed before the run started' };
   if (s.state !== 'running' || s.cardRun !== 'this-run') return { action: 'stale', reason: 'another run has taken the card since' };
   if (!s.jobActive) return { action: 'stale', reason: 'the stalled check handed the job on' };
+  // The board was told its cancel was taken: the next run's move to running finds it and ends the card cancelled.
+  if (s.cancelRequested) return { action: 'stale', reason: 'a cancel was requested while the run was cut off' };
   return { action: 'write', reclaim: true, reason: 'the lock lapsed and no other run has taken the card since' };
 }
 

@@ -10,7 +10,7 @@ import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 const LOCK_MS = 5_000;
 
 type Row = [string, RunFenceSnapshot, 'write' | 'write+reclaim' | 'stale'];
-const base: RunFenceSnapshot = { lock: 'none', state: 'running', cardRun: 'this-run', jobActive: true, to: 'done', mayReclaim: true };
+const base: RunFenceSnapshot = { lock: 'none', state: 'running', cardRun: 'this-run', jobActive: true, to: 'done', mayReclaim: true, cancelRequested: false };
 const ROWS: Row[] = [
   ['the run holds the lock', { ...base, lock: 'this-run' }, 'write'],
   ['the run holds the lock and offers no reclaim', { ...base, lock: 'this-run', mayReclaim: false }, 'write'],
@@ -20,6 +20,8 @@ const ROWS: Row[] = [
   ['the lock lapsed and another run has the card', { ...base, cardRun: 'another-run' }, 'stale'],
   ['the lock lapsed and the card ended meanwhile', { ...base, state: 'done', cardRun: 'none' }, 'stale'],
   ['the lock lapsed and the stalled check handed the job on', { ...base, jobActive: false }, 'stale'],
+  ['the lock lapsed and a cancel was answered while the run was cut off', { ...base, cancelRequested: true }, 'stale'],
+  ['the run holds the lock and a cancel waits (the run heard it, or finished first)', { ...base, lock: 'this-run', cancelRequested: true }, 'write'],
   ['the lock lapsed, the card still this run’s, the job still active: done', base, 'write+reclaim'],
   ['the same, for a failure the agent reported', { ...base, to: 'failed' }, 'write+reclaim'],
   ['the same, for needs-human', { ...base, to: 'blocked' }, 'write+reclaim'],
@@ -87,6 +89,7 @@ describe('the card write script agrees with evaluateRunFence (real Redis)', () =
     if (s.lock !== 'none') await redis.set(lockKey, s.lock === 'this-run' ? token : 'another-run-token', 'PX', LOCK_MS);
     if (s.jobActive) await redis.lpush(keys.jobActive(card.lane), card.id);
     await redis.sadd(keys.jobStalled(card.lane), card.id);
+    if (s.cancelRequested) expect(await store.requestCancel(card.id)).toBe(s.state);
     return { card, token };
   }
 
