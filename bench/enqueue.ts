@@ -3,6 +3,10 @@
  *
  *   npx tsx --conditions=@lanes/source bench/enqueue.ts [--rounds R] [--singles M] [--clients C]
  *
+ * Targets (issue 10), each printed with its verdict: a bulk POST of 100 ≥ 0.7× `Queue.addBulk` of
+ * 100 (aggregate and median of the rounds' ratios); a single-card POST ≥ 1,500 cards/s. The other
+ * rows read those figures apart and have no target.
+ *
  * The stack runs the API only (no worker, no supervisor), so the lane's cards stay queued and
  * nothing but the enqueue path touches Redis. Each round posts `{cards: [100 cards]}` to
  * `POST /v1/cards`, then (interleaved, so load drift hits both alike) `Queue.addBulk` of 100 jobs

@@ -8,7 +8,8 @@
  * After every S cards are done, the process collects garbage twice and reads its heap and resident
  * memory. The figure is the heap's growth per 1,000 cards over the second half of the run, after
  * the bounded caches have filled; a leak shows as a slope that does not fall to about zero.
- * The baseline is the same process before any card.
+ * The baseline is the same process before any card. Target: no growth per card, read as a slope of
+ * at most TARGET_KIB_PER_1000_CARDS (half a KiB per card), printed with its verdict.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ const LANE = 'bench';
 const RUN_TIMEOUT_MS = 600_000;
 const POLL_MS = 50;
 const MiB = 1024 * 1024;
+/** Above this the heap grows with the cards: half a KiB per card, beyond what the spread of the readings alone gives over a default run's second half. */
+const TARGET_KIB_PER_1000_CARDS = 512;
 
 // A collection on demand, without asking whoever starts this script for --expose-gc.
 setFlagsFromString('--expose-gc');
@@ -73,7 +76,9 @@ try {
   console.log('| cards done | heap used | resident |');
   console.log('|---|---|---|');
   for (const r of rows) console.log(`| ${r.cards} | ${r.heapMiB.toFixed(1)} MiB | ${r.rssMiB.toFixed(0)} MiB |`);
-  console.log(`\nheap growth per 1,000 cards over the second half (${first.cards} → ${last.cards}): ${slopeKiBPer1000.toFixed(0)} KiB`);
+  console.log(
+    `\nheap growth per 1,000 cards over the second half (${first.cards} → ${last.cards}): ${slopeKiBPer1000.toFixed(0)} KiB; target ≤ ${TARGET_KIB_PER_1000_CARDS} KiB: ${slopeKiBPer1000 <= TARGET_KIB_PER_1000_CARDS ? 'met' : 'MISSED'}`,
+  );
   console.log(
     `BENCH_JSON ${JSON.stringify({ bench: 'memory', cards: CARDS, step: STEP, heapKiBPer1000CardsSecondHalf: Number(slopeKiBPer1000.toFixed(1)), rows: rows.map((r) => ({ cards: r.cards, heapMiB: Number(r.heapMiB.toFixed(2)), rssMiB: Number(r.rssMiB.toFixed(1)) })) })}`,
   );

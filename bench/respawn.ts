@@ -7,7 +7,8 @@
  * from GET /v1/lanes, like an operator would), and times until the card is running again on a
  * replacement sandbox. The path measured is the whole supervision loop: exec fails → poll() →
  * sandbox-dead → card blocked (delayed) → terminate by id → create from base → canary → live →
- * re-drive → the worker picks the card up again.
+ * re-drive → the worker picks the card up again. Target (issue 10's recovery figure): p95 ≤ 2 s,
+ * printed with its verdict and the ratio to the baseline.
  *
  * Baseline, measured in the same run: a cold sandbox create + canary through the same provider,
  * which is the floor of any respawn. Respawn backoff is policy (tested elsewhere); it is disabled

@@ -16,6 +16,9 @@
  *   - used_memory: INFO's used_memory delta over the N cards, divided by N, less the growth of the
  *     bounded streams (lanes' events and callbacks, BullMQ's per-lane events: capped at about 10,000
  *     entries whatever the number of cards). This includes the BullMQ list/set entries that hold the id.
+ *
+ * Target (issue 24's sizing): a done, retained card without a result costs at most 4 KiB; both
+ * figures are printed against it.
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'bullmq';
@@ -34,6 +37,7 @@ const LANE = 'bench';
 const WORKER_CONCURRENCY = 50;
 const LOG_LINE = `${'output '.repeat(10)}`.slice(0, 80);
 const RUN_TIMEOUT_MS = 600_000;
+const TARGET_DONE_BYTES = 4096;
 
 const typicalCard = (i: number): Card => ({
   id: `card-${String(i).padStart(6, '0')}`,
@@ -130,7 +134,9 @@ try {
   console.log('|---|---|---|');
   console.log(`| queued | ${queued.keys.toFixed(0)} B | ${perCard(queued).toFixed(0)} B |`);
   console.log(`| done, retained | ${finished.keys.toFixed(0)} B | ${perCard(finished).toFixed(0)} B |`);
-  console.log(`\none done card's keys (MEMORY USAGE, B): ${JSON.stringify(breakdown)}`);
+  const verdict = (bytes: number) => `${bytes.toFixed(0)} B (${(bytes / TARGET_DONE_BYTES).toFixed(2)}×) ${bytes <= TARGET_DONE_BYTES ? 'met' : 'MISSED'}`;
+  console.log(`\ntarget: a done, retained card ≤ ${TARGET_DONE_BYTES} B; keys ${verdict(finished.keys)}, used_memory ${verdict(perCard(finished))}`);
+  console.log(`one done card's keys (MEMORY USAGE, B): ${JSON.stringify(breakdown)}`);
   console.log(`bounded streams now (MEMORY USAGE, B, whatever the number of cards past ~3,300): ${finished.streams}`);
   console.log(
     `BENCH_JSON ${JSON.stringify({ bench: 'retention-memory', cards: CARDS, logLines: LOG_LINES, listpackValue, cardJsonBytes, queuedKeyBytes: Math.round(queued.keys), queuedUsedBytes: Math.round(perCard(queued)), doneKeyBytes: Math.round(finished.keys), doneUsedBytes: Math.round(perCard(finished)) })}`,

@@ -3,6 +3,10 @@
  *
  *   npx tsx --conditions=@lanes/source bench/throughput.ts [--cards N] [--rounds R] [--warmup W] [--rt-cards K]
  *
+ * Targets (issue 10), each printed with its verdict: throughput ≥ 0.6× the bare worker (median of
+ * the rounds' ratios); at most 12 Redis round trips per card; `/healthz` p99 ≤ 25 ms during the
+ * lanes rounds (in process). The other rows explain those figures and have no target.
+ *
  * 1. Throughput. Rounds of N trivial cards (`agent: ["true"]`) through the whole stack in this
  *    process (API, worker with 4 slots on local sandboxes, supervisor), posted in bulks of 100,
  *    timed from the first POST to the last job completed. Baseline: a bare BullMQ `Worker`
