@@ -16,8 +16,19 @@ class ClosableRedis extends Redis {
   // BullMQ duplicates the connection it is given for its blocking reads: the copy closes alike
   // (and, on Sentinel, finds the primary alike: `options` holds the sentinels and the group).
   override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new ClosableRedis({ ...this.options, ...override });
+    return endsWhole(new ClosableRedis({ ...this.options, ...override }));
   }
+}
+
+/**
+ * ioredis 5 ends a Sentinel connection's failover detector (its subscriptions to every sentinel)
+ * only on `disconnect()`: after `quit()`, or a retry strategy that gave up, those sockets stayed
+ * open, so a stopped `lanes up` never exited. Once the connection has ended for good, its
+ * connector (private in ioredis) is told to disconnect too, which closes them.
+ */
+function endsWhole(conn: Redis): Redis {
+  if (conn.options.sentinels) conn.on('end', () => (conn as unknown as { connector: { disconnect(): void } }).connector.disconnect());
+  return conn;
 }
 
 /** ioredis options for a Sentinel target: the primary of `name`, and a move to a new one as soon as the sentinels announce it. */
@@ -59,7 +70,7 @@ export function createRedis(url: string | RedisTarget, options: RedisOptions = {
   const target = redisTarget(url);
   const defaults: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
   if (target.kind === 'url') return new ClosableRedis(target.url, { ...defaults, ...options });
-  return new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options });
+  return endsWhole(new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options }));
 }
 
 /** A Redis URL of any form with every password replaced, for logs. */

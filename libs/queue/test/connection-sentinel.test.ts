@@ -69,6 +69,24 @@ describe('createRedis on Sentinel', () => {
     expect(conn.options.maxRetriesPerRequest).toBeNull();
   });
 
+  it('quit() closes its sockets to the sentinels too (before, a stopped lanes up never exited)', async () => {
+    group = await startSentinelGroup();
+    const watcher = track(createRedis(`redis://127.0.0.1:${group.sentinelPorts[0]}`));
+    // Our own watcher counts as one.
+    const clients = async () => Number(/connected_clients:(\d+)/.exec(await watcher.info('clients'))![1]);
+    const baseline = await clients();
+    for (const close of ['quit', 'disconnect'] as const) {
+      const conn = createRedis(group.url);
+      conn.on('error', () => undefined);
+      const blocking = conn.duplicate();
+      await Promise.all([conn.ping(), blocking.ping()]);
+      await waitFor(`both connections' failover detectors subscribed (${close})`, async () => (await clients()) >= baseline + 2);
+      if (close === 'quit') await Promise.all([conn.quit(), blocking.quit()]);
+      else [conn, blocking].forEach((c) => c.disconnect());
+      await waitFor(`the sentinel's clients back to ${baseline} after ${close}`, async () => (await clients()) === baseline);
+    }
+  });
+
   it('a wrong sentinel password is refused, not ignored', async () => {
     group = await startSentinelGroup({ sentinelPassword: 'sentinel-pw' });
     const wrong = group.url.replace('sentinel-pw', 'not-it');
