@@ -126,6 +126,11 @@ describe('lanes up on Sentinel, across a kill -9 of the primary', () => {
     const killedAt = Date.now();
     const killed = await group.killPrimary();
     expect(killed).toBe(before);
+    // No primary: the API says so and holds nothing (it fails fast, as in any Redis outage).
+    await waitFor('the API to answer 503 REDIS_UNAVAILABLE while there is no primary', async () => {
+      const res = await api.request<{ error: { code: string } }>('GET', `/v1/cards/${inFlight[0]}`);
+      return res.status === 503 && res.body.error.code === 'REDIS_UNAVAILABLE';
+    });
     const promoted = await group.waitForPromotion(killed);
     expect(promoted).not.toBe(killed);
 
@@ -148,6 +153,10 @@ describe('lanes up on Sentinel, across a kill -9 of the primary', () => {
       const done = cards.find((c) => c.id === id)!.history.find((h) => h.state === 'done')!;
       expect(Date.parse(done.at), id).toBeGreaterThanOrEqual(killedAt);
     }
+
+    // The failover killed no live work: the supervisor reaped nothing, and no run was fenced or refused.
+    const said = output.join('');
+    for (const event of ['sandbox.reaped', 'card.stale-write', 'card.fenced']) expect(said, event).not.toContain(`"event":"${event}"`);
 
     // Bull Board reads the queue from the promoted primary.
     const board = await api.request<{ queues: Array<{ name: string; counts: Record<string, number> }> }>('GET', '/admin/queues/api/queues');

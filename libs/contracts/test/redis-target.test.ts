@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, formatRedisTarget, parseEnv, parseRedisUrl, redactRedisUrl, type RedisTarget } from '@lanes/contracts';
+import { ConfigError, formatRedisTarget, parseEnv, parseLanesConfig, parseRedisUrl, redactRedisUrl, type RedisTarget } from '@lanes/contracts';
 
 const sentinel = (over: Partial<Extract<RedisTarget, { kind: 'sentinel' }>> = {}): RedisTarget => ({
   kind: 'sentinel',
@@ -155,5 +155,21 @@ describe('parseEnv: REDIS_URL or REDIS_SENTINELS, as one target', () => {
   it('an error never carries a password', () => {
     const err = envError({ REDIS_SENTINELS: 's1', REDIS_SENTINEL_NAME: 'lanes', REDIS_PASSWORD: 'hunter2', REDIS_DB: 'x' });
     expect(err.message).not.toMatch(/hunter2/);
+  });
+});
+
+describe("the Redis variables are lanes' own", () => {
+  it.each([
+    'REDIS_URL',
+    'REDIS_SENTINELS',
+    'REDIS_SENTINEL_NAME',
+    'REDIS_USERNAME',
+    'REDIS_PASSWORD',
+    'REDIS_SENTINEL_USERNAME',
+    'REDIS_SENTINEL_PASSWORD',
+    'REDIS_TLS',
+    'REDIS_DB',
+  ])('a local lane may not map %s into its agents', (name) => {
+    expect(() => parseLanesConfig({ lanes: [{ name: 'l', agent: ['true'], secrets: [name] }] })).toThrow(/lanes\.0\.secrets\.0: .*credential of lanes itself/);
   });
 });
