@@ -194,15 +194,23 @@ describe('the verdict', () => {
   // Each gate on its own: the clean run with one thing changed fails with that gate's message only
   // (or passes, where the change is one the gate must allow).
   it.each<[string, Partial<ReconcileInput>, string[]]>([
-    ['a card not terminal', { cards: new Map([['c1', card(['queued', 'running'])]]) }, ['1 lost card(s)']],
+    [
+      'a card not terminal',
+      { cards: new Map([['c1', card(['queued', 'running'])]]) },
+      ['1 lost card(s)', "1 finished agent run(s) discarded with no fault of the soak's to explain it"],
+    ],
     [
       'two finished runs that overlap',
       { ledger: [start('a', 'sb-a', T - 3_000), start('b', 'sb-b', T - 2_000), end('a', 'sb-a', T - 1_999), end('b', 'sb-b', T - 1_000)] },
-      ['1 card(s) ran concurrently'],
+      ['1 card(s) ran concurrently', "1 finished agent run(s) discarded with no fault of the soak's to explain it"],
     ],
     ['done twice', { cards: new Map([['c1', card(['queued', 'running', 'done', 'done'])]]) }, ['1 card(s) terminal twice in history']],
     ['a reap of a live, connected owner', { workers: [worker], logs: { ...noLogs(), reaps: [reap] } }, ['1 false reap(s)']],
-    ['a failed card', { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]) }, ['1 failed card(s) the schedule did not intend']],
+    [
+      'a failed card',
+      { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]) },
+      ['1 failed card(s) the schedule did not intend', "1 finished agent run(s) discarded with no fault of the soak's to explain it"],
+    ],
     ['a failed card the schedule meant to fail', { cards: new Map([['c1', card(['queued', 'running', 'failed'])]]), intendedFailures: new Set(['c1']) }, []],
     ['done, with an empty ledger', { ledger: [] }, ['1 done card(s) with no finished run in the ledger']],
     [
@@ -230,6 +238,33 @@ describe('the verdict', () => {
     ],
     ['a cancel answered 409', { cancels: [{ cardId: 'c1', status: 409, answeredAtMs: T - 1_001 }] }, []],
     ['board done, queue failed', { queueEnds: new Map([['c1', 'failed']]) }, ['1 card(s) whose board state and queue disagree']],
+    [
+      'done, and a second finished run nothing explains',
+      { ledger: [start('x', 'sb-x', T - 5_000), end('x', 'sb-x', T - 4_000), ...input({}).ledger] },
+      ["1 finished agent run(s) discarded with no fault of the soak's to explain it"],
+    ],
+    [
+      'done, and a second finished run whose worker was killed before it could commit',
+      {
+        ledger: [start('x', 'sb-x', T - 5_000), end('x', 'sb-x', T - 4_000), ...input({}).ledger],
+        cards: new Map([
+          [
+            'c1',
+            {
+              ...card(['queued', 'running', 'done']),
+              history: [
+                ...card(['queued']).history,
+                { at: new Date(T - 5_000).toISOString(), state: 'running', attempt: 1, sandboxId: 'sb-x', message: 'slot host-42-abcd1234-soak-0' },
+                { at: new Date(T).toISOString(), state: 'done', attempt: 1, sandboxId: 'sb-a' },
+              ],
+            },
+          ],
+        ]),
+        workers: [{ ...killed, endedAtMs: T - 3_900 }],
+        logs: { ...noLogs(), forgotten: [{ atMs: T - 1_000, worker: killed.workerId! }] },
+      },
+      [],
+    ],
     ['a reap whose owner the soak cannot name', { logs: { ...noLogs(), reaps: [{ ...reap, slot: 'elsewhere-soak-0' }] } }, ['1 reap(s) the soak could not judge']],
     ['a reap that names no sandbox', { logs: { ...noLogs(), unnamedReaps: [{ atMs: T - 1_500, reason: 'orphan' }] } }, ['1 reap(s) the soak could not judge']],
   ])('%s', (_, over, failures) => {

@@ -3,6 +3,7 @@ import type { InjectedFault, SandboxKill } from './faults.js';
 import { concurrentCards, runsOf, type LedgerRecord } from './ledger.js';
 import type { LogFacts } from './logs.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
+import { wastedRuns } from './wasted-runs.js';
 
 /** What the soak knows about one worker life. */
 export interface WorkerLife {
@@ -78,6 +79,11 @@ export interface SoakResult {
   /** Cards whose board state and BullMQ job disagree (e.g. done on the board, failed in the queue). */
   boardQueueDisagree: number;
   runs: number;
+  /** Agent runs that finished their work (`ok` in the ledger), and agent runs started per done card. */
+  finishedRuns: number;
+  runsPerDoneCard: number;
+  /** Finished runs no card move recorded; `unexplained`: nothing the soak did accounts for the loss. */
+  finishedRunsDiscarded: { total: number; unexplained: number };
   faults: Record<string, number>;
   examples: {
     lost: string[];
@@ -91,6 +97,7 @@ export interface SoakResult {
     doneWithoutFinishedRun: string[];
     ranAfterTerminal: string[];
     unjudgeableReaps: string[];
+    discardedRuns: string[];
   };
   failures: string[];
 }
@@ -112,6 +119,7 @@ export type GatedFigures = Pick<
   | 'boardQueueDisagree'
   | 'reapsOwnerUnknown'
   | 'reapsWithoutSandboxId'
+  | 'finishedRunsDiscarded'
 >;
 
 /**
@@ -143,6 +151,10 @@ const GATES = {
     says: (n) => `${n} accepted cancel(s) whose card did not end cancelled`,
   },
   boardQueueDisagree: { count: (r) => r.boardQueueDisagree, says: (n) => `${n} card(s) whose board state and queue disagree` },
+  finishedRunsDiscardedUnexplained: {
+    count: (r) => r.finishedRunsDiscarded.unexplained,
+    says: (n) => `${n} finished agent run(s) discarded with no fault of the soak's to explain it`,
+  },
   reapsUnjudgeable: {
     count: (r) => r.reapsOwnerUnknown + r.reapsWithoutSandboxId,
     says: (n) => `${n} reap(s) the soak could not judge`,
@@ -259,6 +271,16 @@ export function reconcile(input: ReconcileInput): SoakResult {
     return input.cards.get(id)?.state === 'done' && (runs.get(id) ?? []).some((r) => r.outcome === 'ok' && r.endMs !== undefined && r.endMs <= answered);
   });
   const cancelIgnored = cancelNotCancelled.filter((id) => !finishedFirst.includes(id));
+  const wasted = wastedRuns({
+    cards: input.cards,
+    runs,
+    workers: input.workers,
+    sandboxKills: input.sandboxKills,
+    injected: input.injected,
+    acceptedCancels: new Set(acceptedCancels),
+    intendedFailures: input.intendedFailures,
+    commitWindowMs: input.partitionGraceMs,
+  });
   const faults: Record<string, number> = {};
   for (const f of input.injected) if (!f.skipped) faults[f.kind] = (faults[f.kind] ?? 0) + 1;
 
@@ -286,6 +308,9 @@ export function reconcile(input: ReconcileInput): SoakResult {
     unexpectedExits: [...input.unexpectedExits],
     boardQueueDisagree: disagreeing.length,
     runs: [...runs.values()].reduce((n, r) => n + r.length, 0),
+    finishedRuns: wasted.finished,
+    runsPerDoneCard: wasted.runsPerDoneCard,
+    finishedRunsDiscarded: { total: wasted.discarded.length, unexplained: wasted.discarded.filter((d) => !d.explained).length },
     faults,
     examples: {
       lost: lostIds.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
@@ -302,6 +327,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
         ...unknownReaps.map((r) => `${r.sandboxId}: owner unknown (slot ${r.slot ?? '?'}, owner ${r.owner ?? '?'})`),
         ...input.logs.unnamedReaps.map((r) => `no sandbox id at ${new Date(r.atMs).toISOString()} (slot ${r.slot ?? '?'}, ${r.reason ?? 'no reason'})`),
       ].slice(0, EXAMPLES),
+      discardedRuns: wasted.discarded.slice(0, EXAMPLES).map((d) => `${d.card}: run ${d.run} in ${d.sandbox}: ${d.explained ?? 'unexplained'}`),
     },
     failures: [],
   };

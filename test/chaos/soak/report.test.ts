@@ -27,6 +27,9 @@ const clean: SoakResult = {
   unexpectedExits: [],
   boardQueueDisagree: 0,
   runs: 1,
+  finishedRuns: 1,
+  runsPerDoneCard: 1,
+  finishedRunsDiscarded: { total: 0, unexplained: 0 },
   faults: {},
   examples: {
     lost: [],
@@ -40,6 +43,7 @@ const clean: SoakResult = {
     doneWithoutFinishedRun: [],
     ranAfterTerminal: [],
     unjudgeableReaps: [],
+    discardedRuns: [],
   },
   failures: [],
 };
@@ -69,6 +73,7 @@ describe('markdownReport', () => {
     ['cancelsNotHonoured', { cancels: { accepted: 2, endedCancelled: 0, finishedFirst: 1 } }, 'cancels accepted (202) / ended cancelled / done, its run finished first'],
     ['boardQueueDisagree', { boardQueueDisagree: 1 }, 'board and queue disagree'],
     ['reapsUnjudgeable', { reapsWithoutSandboxId: 1 }, 'reaps the soak could not judge (owner unknown / no sandbox id)'],
+    ['finishedRunsDiscardedUnexplained', { finishedRunsDiscarded: { total: 2, unexplained: 1 } }, 'finished agent runs discarded / unexplained'],
   ])('%s', (name, over, figure) => {
     const r = { ...clean, ...over };
     r.failures = failuresOf(r);
