@@ -10,7 +10,11 @@
  *   where the provider's processes are visible from the test (local). Adds an outside check that a
  *   killed tree is gone; an inside check (through /proc in the sandbox) always runs.
  * - `killRoot(handle)`: kills the sandbox from outside (e.g. SIGKILL of the local root pid). Adds
- *   the dead-sandbox test: running and later execs reject with `SandboxGoneError`, poll → exited.
+ *   the dead-sandbox test: the running exec ends as `commandEndsOnDeath` allows, later execs
+ *   reject with `SandboxGoneError`, poll → exited.
+ * - `commandEndsOnDeath`: how the command running when its sandbox dies may end: `'gone'` (rejects
+ *   with `SandboxGoneError`) or an exit status the provider reports the death as (Modal: 137, the
+ *   container's SIGKILL; DESIGN rule 1). Default `['gone']`.
  * - `killGraceMs`: grace passed to kills (default 200 ms), so kill tests stay quick.
  *
  * Commands assume a Linux userland with bash, coreutils and /proc (any Debian-like image).
@@ -29,6 +33,8 @@ export interface ContractFixture {
   killGraceMs?: number;
   liveHostPids?(envEntry: string): number[] | Promise<number[]>;
   killRoot?(handle: SandboxHandle): Promise<void>;
+  /** How the running command may end when its sandbox dies from outside (default: only SandboxGoneError). */
+  commandEndsOnDeath?: ReadonlyArray<'gone' | number>;
   /**
    * Lists a tree of lanes' own directory (`find . | sort` from `dir`) as lanes sees it. Default: a
    * command in the sandbox. The local provider's separate-uid mode keeps lanes' directories closed
@@ -403,13 +409,17 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       const watcher = outputWatcher('started');
       const running = handle.exec(['sh', '-c', 'echo started; exec sleep 30'], { onOutput: watcher.onOutput });
       const settled = running.then(
-        () => undefined,
+        (result) => result,
         (error: unknown) => error,
       );
       await watcher.seen;
       const killedAtMs = Date.now();
       await fixture.killRoot(handle);
-      expect(await settled).toBeInstanceOf(SandboxGoneError);
+      const ended = await settled;
+      // Reported as an error, or as the command's own status (rule 1): then a poll says it died.
+      const how = ended instanceof SandboxGoneError ? 'gone' : (ended as ExecResult).exitCode;
+      expect(fixture.commandEndsOnDeath ?? ['gone']).toContain(how);
+      if (how !== 'gone') expect(ended).toMatchObject({ timedOut: false, cancelled: false });
       expect(Date.now() - killedAtMs).toBeLessThan(COMMAND_SLEEP_MS);
       await expect(handle.exec(['echo', 'hi'])).rejects.toBeInstanceOf(SandboxGoneError);
       const polled = await handle.poll();

@@ -108,6 +108,10 @@ describe('ModalSandboxHandle.exec', () => {
   });
 
   it('a sandbox terminated mid-command makes exec reject with SandboxGoneError at the next liveness poll, though the SDK wait hangs', async () => {
+    // The server's other forms (modal-task-end has the default): the dead task's router answers
+    // UNAVAILABLE, which the SDK retries, and the running command's end is an error, not a status.
+    f.server.router.finishedTaskCode = Status.UNAVAILABLE;
+    f.server.router.execsAtTaskEnd = 'error';
     const handle = await create();
     const watcher = outputWatcher('started');
     const polls = () => f.server.faults.calls('SandboxWaitV2', handle.id);

@@ -24,6 +24,8 @@ if (hasToken) {
       killGraceMs: 500,
       // "From outside": terminated by id through the provider, the way the supervisor reaps.
       killRoot: (handle) => provider.terminateById(handle.id),
+      // Still to be settled on real Modal (docs/modal.md): the local server's default says 137.
+      commandEndsOnDeath: ['gone', 137],
       cleanup: async () => {
         try {
           for (const ref of await provider.list({ worker })) await provider.terminateById(ref.id);

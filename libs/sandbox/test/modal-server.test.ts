@@ -94,7 +94,9 @@ describe('local Modal server: sandbox lifecycle', () => {
     await waitFor('its processes to be gone', () => findByEnvEntry(`${SANDBOX_ID_ENV}=${sb.sandboxId}`, new Set([process.pid])).length === 0);
   });
 
-  it("a sandbox killed under a running exec: the SDK's wait keeps retrying the dead task's router and does not settle", async () => {
+  it("router answering UNAVAILABLE for a finished task, execs ending as errors: the SDK's wait on a killed sandbox keeps retrying and does not settle", async () => {
+    server.router.finishedTaskCode = Status.UNAVAILABLE;
+    server.router.execsAtTaskEnd = 'error';
     const sb = await sandbox();
     const p = await sb.exec(['sleep', '30']);
     const waiting = p.wait();
@@ -107,6 +109,44 @@ describe('local Modal server: sandbox lifecycle', () => {
     // A router that answers NOT_FOUND for a finished task instead ends the wait: the behaviour is a knob.
     server.router.finishedTaskCode = Status.NOT_FOUND;
     await expect(waiting).rejects.toBeInstanceOf(ClientError);
+  });
+
+  it.each([
+    ['killed from outside', (id: string) => server.killSandbox(id), 137],
+    ['terminated by someone else', (id: string) => server.terminateSandbox(id), 137],
+  ])("default (Modal's): a command running when its sandbox is %s ends 137 with its output; later router calls are NOT_FOUND", async (_how, end, polled) => {
+    const sb = await sandbox();
+    const p = await sb.exec(['sh', '-c', 'echo before; exec sleep 30']);
+    // The calls already waiting when the task ends are the ones that see the command's end.
+    const waiting = p.wait();
+    const stdout = p.stdout.getReader();
+    expect((await stdout.read()).value).toBe('before\n');
+    await waitFor('the wait to be in flight', () => server.faults.calls('TaskExecWait') >= 1);
+    end(sb.sandboxId);
+    expect(await waiting).toBe(137);
+    expect((await stdout.read()).done).toBe(true);
+    expect(await sb.poll()).toBe(polled);
+    await expect(sb.exec(['true'])).rejects.toMatchObject({ code: Status.NOT_FOUND });
+  });
+
+  it("default: a command running when the sandbox's lifetime runs out ends 137, and the sandbox polls 124", async () => {
+    const sb = await sandbox({ timeoutMs: 2_000 });
+    const p = await sb.exec(['sleep', '30']);
+    const waiting = p.wait();
+    await waitFor('the wait to be in flight', () => server.faults.calls('TaskExecWait') >= 1);
+    expect(await waiting).toBe(137);
+    expect(await sb.poll()).toBe(124);
+  });
+
+  it('execsAtTaskEnd error: the waiting wait gets the finished-task code instead of a status', async () => {
+    server.router.execsAtTaskEnd = 'error';
+    const sb = await sandbox();
+    const p = await sb.exec(['sleep', '30']);
+    await waitFor('the command to run', () => server.sandbox(sb.sandboxId)?.execs.length === 1);
+    const waiting = p.wait();
+    await waitFor('the wait to be in flight', () => server.faults.calls('TaskExecWait') >= 1);
+    server.killSandbox(sb.sandboxId);
+    await expect(waiting).rejects.toMatchObject({ code: Status.NOT_FOUND });
   });
 
   it("terminated mid-command by someone else: polls 137 and the command's process is gone", async () => {

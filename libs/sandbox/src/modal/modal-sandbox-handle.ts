@@ -42,6 +42,11 @@ export class ModalSandboxHandle implements SandboxHandle {
   /** Set once this handle terminated the sandbox; the SDK object is detached from then on. */
   #terminated = false;
   /**
+   * Set while terminate() runs (and after it succeeded): a command that ends from then on ended by
+   * lanes' own terminate, which Modal may report as its exit status (137) rather than an error.
+   */
+  #terminating = false;
+  /**
    * Set once this handle's poll() has seen the sandbox finished (asked directly, by a command's
    * liveness race, or to confirm a router's "gone"). Only that finding sets it: a command router's
    * NOT_FOUND alone never does (readRouterError), so the supervisor's canary after one still runs.
@@ -78,7 +83,10 @@ export class ModalSandboxHandle implements SandboxHandle {
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.#throwIfFinished();
     try {
-      return await this.#queue.exec(argv, options);
+      const result = await this.#queue.exec(argv, options);
+      // Ended under lanes' own terminate: that is this handle's finding, whatever the exit status says.
+      if (this.#terminating) throw new SandboxGoneError(this.id, `terminated by lanes while the command ran (exit ${result.exitCode})`);
+      return result;
     } catch (err) {
       // A command's SandboxGoneError is a poll's finding (poll() has cached it for every later
       // call): everything queued behind learns it now.
@@ -167,10 +175,14 @@ export class ModalSandboxHandle implements SandboxHandle {
 
   async terminate(): Promise<void> {
     if (this.#terminated) return;
+    this.#terminating = true;
     try {
       await withCallDeadline(`terminate ${this.id}`, this.#sandbox.terminate(), this.#timing.callTimeoutMs);
     } catch (err) {
-      if (!isGone(err, this.id)) throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+      if (!isGone(err, this.id)) {
+        this.#terminating = false;
+        throw toLanesError(err, { kind: 'sandbox', sandboxId: this.id });
+      }
     }
     this.#terminated = true;
     this.#queue.rejectQueued(new SandboxGoneError(this.id, 'terminated by lanes'));

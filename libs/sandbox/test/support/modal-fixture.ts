@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { SandboxSpec } from '@lanes/contracts';
 import { ModalProvider, type ModalProviderOptions } from '@lanes/sandbox';
-import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
+import { DEFAULT_ROUTER_BEHAVIOUR, startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { findByEnvEntry } from '../../src/proc.js';
 import type { ContractFixture } from '../contract-suite.js';
 
@@ -29,8 +29,9 @@ export interface ModalFixture extends ContractFixture {
  * A fresh local Modal server and the provider on the REAL SDK (modal@0.11.1) pointed at it;
  * cleanup closes the provider's client and the server (which kills every sandbox process).
  */
-export async function modalFixture(options: ModalProviderOptions = {}): Promise<ModalFixture> {
-  const server = await startModalServer();
+export async function modalFixture(options: ModalProviderOptions = {}, serverOptions: ModalServerOptions = {}): Promise<ModalFixture> {
+  const server = await startModalServer(serverOptions);
+  const execsAtTaskEnd = serverOptions.router?.execsAtTaskEnd ?? DEFAULT_ROUTER_BEHAVIOUR.execsAtTaskEnd;
   const provider = new ModalProvider(server.client(), {
     appName: 'lanes-test',
     // Sandboxes share the host filesystem; keep the lanes workdir inside the server's temp dir.
@@ -50,6 +51,9 @@ export async function modalFixture(options: ModalProviderOptions = {}): Promise<
     liveHostPids: (envEntry) => findByEnvEntry(envEntry, new Set([process.pid])).map((p) => p.pid),
     // The container dies from the outside (host loss, OOM): Modal then reports it finished.
     killRoot: async (handle) => server.killSandbox(handle.id),
+    // The router reports the container's SIGKILL as the running command's status (128 + 9), unless
+    // the liveness poll raced to the death first (modal-task-end pins the form down).
+    commandEndsOnDeath: execsAtTaskEnd === 'exit-137' ? [137, 'gone'] : ['gone'],
     cleanup: async () => {
       await provider.close();
       await server.close();

@@ -10,14 +10,37 @@ type Req = any;
 /** Largest data frame of one TaskExecStdioRead message. */
 const STDIO_CHUNK_BYTES = 1 << 20;
 
+/**
+ * How the command router behaves where Modal's own behaviour has more than one form. The defaults
+ * are Modal's (what its sources say, see docs/modal.md); each field can be switched to the other
+ * form, so a test can run both.
+ */
 export interface RouterBehaviour {
   /**
-   * What the router answers about a task whose sandbox has finished. The router of a dead container
-   * is gone: by default UNAVAILABLE, which the SDK retries (exec wait: forever), so a waiting
-   * command hangs until the provider notices the death some other way, as on Modal.
+   * What the router answers about a task whose sandbox has finished. Default NOT_FOUND: Modal's
+   * client says "If just the task shuts down, the task command router will return a NOT_FOUND
+   * error" (modal-client `task_command_router_client.py`, `exec_wait`), and the JS SDK's filesystem
+   * API reads NOT_FOUND as "This Sandbox may have already shut down". The other form, UNAVAILABLE,
+   * is the task and its worker both gone: the SDK retries it (exec start ~10 s, exec wait forever),
+   * so only a control-plane poll tells.
    */
   finishedTaskCode: Status;
+  /**
+   * What an exec wait (and stdio read) already waiting on a command gets when the command's task
+   * ends under it (terminate, lifetime, a death from outside):
+   * - `exit-137` (default): the command's exit status, the SIGKILL the task's end sent it (the SDK
+   *   reads signal 9 as 128 + 9 = 137); its output is drained to EOF. Modal's router protocol
+   *   carries only a code or a signal for an exec's end, with "TODO: Give a way for the user to
+   *   distinguish between normal exit and termination by Modal (due to task timeout, exec exceeded
+   *   deadline, etc.)" (modal-client `modal_proto/task_command_router.proto`, TaskExecWaitResponse).
+   * - `error`: `finishedTaskCode`, as for every call after the end.
+   * Calls made after the end get `finishedTaskCode` in both forms.
+   */
+  execsAtTaskEnd: 'exit-137' | 'error';
 }
+
+/** Modal's behaviour, as far as its sources tell (docs/modal.md). */
+export const DEFAULT_ROUTER_BEHAVIOUR: Readonly<RouterBehaviour> = { finishedTaskCode: Status.NOT_FOUND, execsAtTaskEnd: 'exit-137' };
 
 function exitMessage(exit: ExecExit | undefined): object {
   if (!exit) return {};
@@ -37,6 +60,9 @@ export function commandRouter(state: ModalServerState, behaviour: RouterBehaviou
     if (!sandbox.running) throw gone(sandbox);
     return sandbox;
   };
+
+  /** A call already waiting when the task ended reports the command's end as its exit status (behaviour.execsAtTaskEnd). */
+  const reportsExit = (exec: ServerExec): boolean => behaviour.execsAtTaskEnd === 'exit-137' && exec.endedWithTask;
 
   const execOf = (req: { taskId: string; execId: string }): [ServerSandbox, ServerExec] => {
     const sandbox = liveTask(req.taskId);
@@ -71,14 +97,16 @@ export function commandRouter(state: ModalServerState, behaviour: RouterBehaviou
       const fd = req.fileDescriptor === 1 ? 1 : 0;
       let offset: number = req.offset ?? 0;
       for (;;) {
-        if (!sandbox.running) throw gone(sandbox);
+        const ended = !sandbox.running;
+        if (ended && !reportsExit(exec)) throw gone(sandbox);
         const data = exec.outputFrom(fd, offset);
         if (data.length > 0) {
           for (let at = 0; at < data.length; at += STDIO_CHUNK_BYTES) yield { data: data.subarray(at, at + STDIO_CHUNK_BYTES) };
           offset += data.length;
           continue;
         }
-        if (exec.outputClosed[fd]) return;
+        // The task's end closed the command's pipes: what it wrote has been sent.
+        if (exec.outputClosed[fd] || ended) return;
         await exec.changed(context.signal);
         if (context.signal.aborted) return;
       }
@@ -87,9 +115,9 @@ export function commandRouter(state: ModalServerState, behaviour: RouterBehaviou
     taskExecWait: async (req: Req, context: CallContext) => {
       const [sandbox, exec] = execOf(req);
       for (;;) {
-        // The container's death is seen before its processes' exits: their router is gone with it.
+        if (exec.exit && (sandbox.running || reportsExit(exec))) return exitMessage(exec.exit);
+        // Otherwise the container's death is seen before its processes' exits: their router is gone with it.
         if (!sandbox.running) throw gone(sandbox);
-        if (exec.exit) return exitMessage(exec.exit);
         await exec.changed(context.signal);
         if (context.signal.aborted) throw new ServerError(Status.CANCELLED, 'wait cancelled by the client');
       }

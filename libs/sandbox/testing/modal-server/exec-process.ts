@@ -52,6 +52,8 @@ export class ServerExec {
   /** Wall-clock start and end (ms), so tests can order execs ("stopped before the next started"). */
   readonly startedAt = Date.now();
   endedAt: number | undefined;
+  /** Ended because its sandbox's task ended under it (killed with the container), not by itself. */
+  endedWithTask = false;
   stdinBytesWritten = 0;
   stdinClosed = false;
   readonly #listeners = new Set<() => void>();
@@ -111,6 +113,16 @@ export class ServerExec {
     } catch {
       // already gone
     }
+  }
+
+  /**
+   * The task ends under a running command: the container's SIGKILL ends it (the sandbox reaps its
+   * processes), and it is reported so at once, as the router saw it, whatever its process does next.
+   */
+  endWithTask(): void {
+    if (this.exit) return;
+    this.endedWithTask = true;
+    this.#finish({ signal: 9 }); // SIGKILL
   }
 
   writeStdin(data: Uint8Array): void {

@@ -5,7 +5,7 @@ import { ModalClient } from 'modal';
 import { createServer, ServerError, Status, type Server } from 'nice-grpc';
 import { findByEnvEntry } from '../../src/proc.js';
 import { SANDBOX_ID_ENV } from '../../src/sandbox-reaper.js';
-import { commandRouter, type RouterBehaviour } from './command-router.js';
+import { DEFAULT_ROUTER_BEHAVIOUR, commandRouter, type RouterBehaviour } from './command-router.js';
 import { controlPlane, type Handlers } from './control-plane.js';
 import { modalDefinitions, type ServiceDefinition } from './definitions.js';
 import { ModalFaults } from './faults.js';
@@ -17,6 +17,7 @@ import { ModalServerState } from './state.js';
 export { ModalFaults, type FailOptions, type RpcTarget } from './faults.js';
 export { PINNED_MODAL_SDK_VERSION } from './definitions.js';
 export { GENERIC_STATUS } from './sandbox.js';
+export { DEFAULT_ROUTER_BEHAVIOUR, type RouterBehaviour } from './command-router.js';
 
 /** What a test can see of one sandbox on the server. */
 export interface LocalSandboxInfo {
@@ -48,7 +49,10 @@ export interface LocalModalServer {
   /** Per-sandbox directories live here (under the test's TMPDIR, so the leak guard sees them). */
   readonly rootDir: string;
   readonly faults: ModalFaults;
-  /** How the router answers for a finished sandbox's task (default UNAVAILABLE: the SDK retries). */
+  /**
+   * How the router answers for a finished sandbox's task and for the commands running when it ends
+   * (default: Modal's, DEFAULT_ROUTER_BEHAVIOUR). Mutable: a test may switch it at any time.
+   */
   readonly router: RouterBehaviour;
   /** A real `ModalClient` (modal@0.11.1) pointed at this server with dummy credentials. */
   client(): ModalClient;
@@ -103,13 +107,18 @@ function complete(definition: ServiceDefinition, handlers: Handlers): Handlers {
   return out;
 }
 
+export interface ModalServerOptions {
+  /** Where the router's behaviour differs from Modal's default (DEFAULT_ROUTER_BEHAVIOUR). */
+  router?: Partial<RouterBehaviour>;
+}
+
 /** Starts a local Modal server (control plane + task command router) for the real SDK to talk to. */
-export async function startModalServer(): Promise<LocalModalServer> {
+export async function startModalServer(options: ModalServerOptions = {}): Promise<LocalModalServer> {
   const defs = modalDefinitions();
   const state = new ModalServerState(mkdtempSync(join(tmpdir(), 'lanes-modal-server-')));
   open.add(state);
   const faults = new ModalFaults();
-  const router: RouterBehaviour = { finishedTaskCode: Status.UNAVAILABLE };
+  const router: RouterBehaviour = { ...DEFAULT_ROUTER_BEHAVIOUR, ...options.router };
   const sandboxOf = (request: unknown): string | undefined => {
     const r = request as { sandboxId?: string; taskId?: string } | undefined;
     return r?.sandboxId || (r?.taskId ? state.sandboxByTask(r.taskId)?.id : undefined);

@@ -116,7 +116,10 @@ export class ServerSandbox {
         // already gone
       }
     }
-    for (const exec of this.execs.values()) exec.notify();
+    for (const exec of this.execs.values()) {
+      exec.endWithTask();
+      exec.notify();
+    }
     for (const waiter of [...this.#waiters]) waiter();
   }
 
