@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { CardStateSchema } from './card-state.js';
+import { LaneNameSchema } from './card.js';
+import { CardRecordSchema } from './card-record.js';
+import { BlockedReasonSchema, CardStateSchema } from './card-state.js';
+import { CARD_LIST_CURSOR_MAX_LENGTH, CARD_LIST_DEFAULT_LIMIT, CARD_LIST_MAX_LIMIT } from './defaults.js';
 import { WorkerLivenessSchema } from './liveness.js';
 import { SandboxInfoSchema } from './sandbox.js';
 
@@ -12,6 +15,50 @@ export const BulkEnqueueResponseSchema = z.object({
 export type BulkEnqueueResponse = z.infer<typeof BulkEnqueueResponseSchema>;
 
 export const UnblockBodySchema = z.strictObject({ note: z.string().max(10_000).optional() }).default({});
+
+/** `POST /v1/cards/:id/retry`: why, recorded in the card's history; the body may be left out. */
+export const RetryBodySchema = z.strictObject({ reason: z.string().min(1).max(10_000).optional() }).default({});
+
+/**
+ * `GET /v1/cards`'s query, as the query string carries it (every value a string). `blockedReason`
+ * lists blocked cards only: with a `state` other than blocked it is refused, naming `blockedReason`.
+ * `updatedSince` is inclusive; `cursor` is the `nextCursor` of the page before, opaque.
+ */
+export const CardListQuerySchema = z
+  .strictObject({
+    lane: LaneNameSchema.optional(),
+    state: CardStateSchema.optional(),
+    blockedReason: BlockedReasonSchema.optional(),
+    updatedSince: z.iso.datetime({ offset: true }).optional(),
+    limit: z.coerce.number().int().min(1).max(CARD_LIST_MAX_LIMIT).default(CARD_LIST_DEFAULT_LIMIT),
+    cursor: z.string().min(1).max(CARD_LIST_CURSOR_MAX_LENGTH).optional(),
+  })
+  .superRefine((q, ctx) => {
+    if (q.blockedReason !== undefined && q.state !== undefined && q.state !== 'blocked') {
+      ctx.addIssue({ code: 'custom', path: ['blockedReason'], message: `applies to blocked cards only, not state "${q.state}"` });
+    }
+  });
+export type CardListQueryInput = z.input<typeof CardListQuerySchema>;
+export type CardListQuery = z.infer<typeof CardListQuerySchema>;
+
+/**
+ * A card as a listing shows it: the record without what may be large (`prompt`, `metadata`) and
+ * without its history. `GET /v1/cards/:id` has all of it.
+ */
+export const CardSummarySchema = CardRecordSchema.omit({ prompt: true, metadata: true, history: true, historyDropped: true });
+export type CardSummary = z.infer<typeof CardSummarySchema>;
+
+/**
+ * A page of `GET /v1/cards`, newest update first. `nextCursor` is absent on the last page.
+ * `snapshotAt`: the listing (every page of it) holds cards updated before this instant, fixed by its
+ * first page; `updatedSince=<snapshotAt>` then lists what changed since, with no overlap.
+ */
+export const CardPageSchema = z.object({
+  cards: z.array(CardSummarySchema),
+  nextCursor: z.string().optional(),
+  snapshotAt: z.string(),
+});
+export type CardPage = z.infer<typeof CardPageSchema>;
 
 /** Every API error has this shape; `code` is stable, `message` is for people. */
 export const ErrorBodySchema = z.object({

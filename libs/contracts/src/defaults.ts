@@ -119,3 +119,12 @@ export const DEFAULT_HISTORY_MAX_ENTRIES = 200;
  * policy that found nothing to evict) still takes the process out of rotation, for a few probe periods.
  */
 export const DEFAULT_REDIS_FULL_READY_WINDOW_MS = 10_000;
+/**
+ * `GET /v1/cards`: cards per page unless `limit` says otherwise, and the most a page may hold. A page
+ * is one Redis script whose work grows with the page (and with the index sets a filter merges), so
+ * the cap bounds how long one listing holds Redis; 200 summaries are a few hundred KiB of JSON.
+ */
+export const CARD_LIST_DEFAULT_LIMIT = 50;
+export const CARD_LIST_MAX_LIMIT = 200;
+/** Longest `cursor` a listing takes: the API's own are under 300 characters. */
+export const CARD_LIST_CURSOR_MAX_LENGTH = 1_024;

@@ -10,6 +10,8 @@ export const EventTypeSchema = z.enum([
   'card.blocked',
   'card.redriven',
   'card.unblocked',
+  /** A failed or cancelled card queued again (POST /v1/cards/:id/retry), its attempts reset. */
+  'card.retried',
   'sandbox.created',
   'sandbox.live',
   'sandbox.dead',

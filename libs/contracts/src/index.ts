@@ -20,7 +20,7 @@ export {
   type BlockedReason,
   type FailedReason,
 } from './card-state.js';
-export { CARD_TRANSITIONS, isLegalCardTransition, legalSourcesOf } from './card-transitions.js';
+export { CARD_TRANSITIONS, isLegalCardTransition, isRetryableCardState, legalSourcesOf, type CardMoveKind } from './card-transitions.js';
 export {
   SandboxStateSchema,
   ObservedExitCodeSchema,
@@ -72,6 +72,14 @@ export {
   EnqueueResponseSchema,
   BulkEnqueueResponseSchema,
   UnblockBodySchema,
+  RetryBodySchema,
+  CardListQuerySchema,
+  CardSummarySchema,
+  CardPageSchema,
+  type CardListQueryInput,
+  type CardListQuery,
+  type CardSummary,
+  type CardPage,
   ErrorBodySchema,
   BreakerStateSchema,
   SlotStatusSchema,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CardStateSchema, isLegalCardTransition, isTerminalCardState, legalSourcesOf, type CardState } from '@lanes/contracts';
+import { CardStateSchema, isLegalCardTransition, isRetryableCardState, isTerminalCardState, legalSourcesOf, type CardState } from '@lanes/contracts';
 
 /** Written out by hand (not derived from the table under test): every ordered pair of states. */
 const PAIRS: Array<[CardState, CardState, boolean]> = [
@@ -27,13 +27,13 @@ const PAIRS: Array<[CardState, CardState, boolean]> = [
   ['done', 'done', false],
   ['done', 'failed', false],
   ['done', 'cancelled', false],
-  ['failed', 'queued', false],
+  ['failed', 'queued', true],
   ['failed', 'running', false],
   ['failed', 'blocked', false],
   ['failed', 'done', false],
   ['failed', 'failed', false],
   ['failed', 'cancelled', false],
-  ['cancelled', 'queued', false],
+  ['cancelled', 'queued', true],
   ['cancelled', 'running', false],
   ['cancelled', 'blocked', false],
   ['cancelled', 'done', false],
@@ -53,15 +53,37 @@ describe('card transitions', () => {
     expect(isLegalCardTransition(from, to)).toBe(legal);
   });
 
-  it.each(CardStateSchema.options.filter(isTerminalCardState))('terminal %s has no exit', (from) => {
-    expect(CardStateSchema.options.filter((to) => isLegalCardTransition(from, to))).toEqual([]);
+  it.each([
+    ['done', []],
+    ['failed', ['queued']],
+    ['cancelled', ['queued']],
+  ] as const)('terminal %s exits only to %j (a retry)', (from, exits) => {
+    expect(CardStateSchema.options.filter((to) => isLegalCardTransition(from, to))).toEqual(exits);
+  });
+
+  it.each(CardStateSchema.options.map((s) => [s, s === 'failed' || s === 'cancelled'] as const))('%s is retryable: %s', (state, retryable) => {
+    expect(isRetryableCardState(state)).toBe(retryable);
+  });
+
+  it.each(CardStateSchema.options)('a progress move to %s never leaves a terminal state; a retry leaves nothing else', (to) => {
+    expect(legalSourcesOf(to).filter(isTerminalCardState)).toEqual([]);
+    expect(legalSourcesOf(to, 'retry').every(isTerminalCardState)).toBe(true);
   });
 
   it.each([
     ['done', ['running']],
     ['cancelled', ['queued', 'running', 'blocked']],
     ['running', ['queued', 'running', 'blocked']],
+    ['queued', ['queued', 'running', 'blocked']],
   ] as const)('legalSourcesOf(%s) is %j', (to, from) => {
     expect(legalSourcesOf(to)).toEqual(from);
+  });
+
+  it.each([
+    ['queued', ['failed', 'cancelled']],
+    ['running', []],
+    ['done', []],
+  ] as const)("legalSourcesOf(%s, 'retry') is %j", (to, from) => {
+    expect(legalSourcesOf(to, 'retry')).toEqual(from);
   });
 });

@@ -8,6 +8,7 @@ import {
   type ObservedExitCode,
   type Verdict,
 } from '@lanes/contracts';
+import { CANCEL_REQUESTED_FIELD } from './card-script.js';
 
 /** Where the move happened, for the event and the logs. */
 interface Where {
@@ -21,7 +22,13 @@ interface Where {
 export type CardMove =
   | (Where & {
       to: 'queued';
-      event?: 'card.queued' | 'card.redriven' | 'card.unblocked';
+      /**
+       * `card.retried`: a finished (failed or cancelled) card queued again, the one move out of a
+       * terminal state (CardStore.retry). Its `attempt` and `infraRetries` start the new run's count
+       * (0), and what the last run left that would speak for the next (its failed reason, a result,
+       * a cancel request) is cleared.
+       */
+      event?: 'card.queued' | 'card.redriven' | 'card.unblocked' | 'card.retried';
       verdict?: Verdict;
       exitCode?: number;
       /** New infra-retry count, when a re-run spends one instead of an attempt. */
@@ -112,6 +119,7 @@ export function renderMove(card: { id: string; lane: string }, move: CardMove, a
   }
   if ((move.to === 'blocked' || move.to === 'queued') && move.infraRetries !== undefined) set.infraRetries = String(move.infraRetries);
   if (move.to !== 'blocked') del.push('blockedReason', 'blockedMessage');
+  if (move.to === 'queued' && move.event === 'card.retried') del.push('failedReason', 'result', CANCEL_REQUESTED_FIELD);
   const type: EventType = move.to === 'queued' && move.event ? move.event : `card.${move.to}`;
   const { retryAt: _retryAt, exitCode: _exitCode, ...eventData } = d;
   const event: LaneEvent = {

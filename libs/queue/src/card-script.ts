@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { CardStateSchema, type CardState } from '@lanes/contracts';
 import { isCallbackEvent } from './callback-events.js';
 import type { CardWriter, RenderedMove } from './card-move.js';
+import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
-import { keys } from './names.js';
+import { QUEUE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -28,17 +29,36 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
- *       7 history entry (JSON), 8 event (JSON), 9 blocked score, 10 event stream max length,
- *       11 card id, 12 '1' if a board hears of this event type, 13 the lane's terminal retention
- *       (ms), 14 the most history entries kept (≥ 2), 15 the lock duration (ms) a finished run
- *       takes a lapsed lock back for ('0': it may not)
+ *       7 history entry (JSON), 8 event (JSON), 9 the move's time (epoch ms: the listing score),
+ *       10 event stream max length, 11 card id, 12 '1' if a board hears of this event type,
+ *       13 the lane's terminal retention (ms), 14 the most history entries kept (≥ 2), 15 the lock
+ *       duration (ms) a finished run takes a lapsed lock back for ('0': it may not), 16 the lane's
+ *       listing-index prefix (cardIndexPrefix), 17 a retry's job: '' (no job is touched: every
+ *       move but a retry), 'clear' (the finished job is removed; the caller adds the new one
+ *       through BullMQ), or the new job's options (JSON: the finished job is replaced here, as
+ *       BullMQ's add writes one, WRITE_JOB_LUA), 18 BullMQ's key prefix, 19 the lane, 20 the
+ *       new job's priority
+ *
+ * Listing indexes (names.ts `cardIndex`, `blockedReasonIndex`; read by card-page-script.ts): every
+ * move takes the card out of its old state's sorted set and puts it in the new one's, and in and
+ * out of its lane's blocked-reason set, scored by the move's time, or by the card's previous
+ * score when that is later (writers' clocks differ): a card's score never goes down. The blocked
+ * set is the blocked state's index. A move into a terminal state's set also trims from it the
+ * entries older than the lane's retention (their cards have expired) and gives the set itself the
+ * retention as its expiry, so a set outlives its newest card by nothing.
  *
  * Retention: a move to a terminal state (done, failed, cancelled) sets the expiry of every key the
  * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
  * the job rewrites fields, which keeps the expiry). Its crash-suspect and fenced-run sets are
- * deleted, and a terminal card is in no blocked index. A move out of a terminal state (none is
- * legal today; a retry would be one) persists them again. BullMQ's completed and failed sets,
- * which hold only the id, are trimmed by the job's removeOnComplete/removeOnFail (job-options.ts).
+ * deleted, and a terminal card is in no blocked index. A move out of a terminal state (a retry)
+ * persists them again. BullMQ's completed and failed sets, which hold only the id, are trimmed by
+ * the job's removeOnComplete/removeOnFail (job-options.ts).
+ *
+ * A retry (ARGV 17 not '') is refused as 'busy', with nothing written, while the card's job is not
+ * finished: its lock is held, or its hash exists outside BullMQ's completed and failed sets (a run
+ * still ending it, or the stalled check handing it on). Otherwise the finished job (hash, and its
+ * id in the finished sets) goes and the new one is written in the same step: the card is queued
+ * if and only if its job is waiting. The job's log list stays, with both runs' output.
  *
  * History cap: past ARGV 14 entries, the history keeps its first entry (the enqueue) and its
  * newest ARGV 14 − 1; the entries dropped are counted in the hash field `historyDropped`. A
@@ -61,11 +81,35 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  * Moving into `running` over another run's token is a takeover; the old token becomes a crash
  * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
  */
-const WRITE_LUA = `
+const WRITE_LUA = `${WRITE_JOB_LUA}
 local to = ARGV[1]
 local function terminal(s) return s == 'done' or s == 'failed' or s == 'cancelled' end
-local function apply()
+local function stateIndex(s) if s == 'blocked' then return KEYS[3] end return ARGV[16] .. s end
+-- The listing indexes, out of the old state's (and blocked reason's) and into the new ones.
+local function index(from, set)
+  local id, old, new = ARGV[11], stateIndex(from), stateIndex(to)
+  local score = tonumber(ARGV[9])
+  local prev = tonumber(redis.call('ZSCORE', old, id) or '0')
+  if prev > score then score = prev end
+  if from == 'blocked' then
+    local reason = redis.call('HGET', KEYS[1], 'blockedReason')
+    if reason then redis.call('ZREM', KEYS[3] .. ':' .. reason, id) end
+  end
+  if old ~= new then redis.call('ZREM', old, id) end
+  redis.call('ZADD', new, score, id)
+  if to == 'blocked' then
+    if set.blockedReason then redis.call('ZADD', KEYS[3] .. ':' .. set.blockedReason, score, id) end
+  else
+    redis.call('ZREM', KEYS[3], id)
+  end
+  if terminal(to) then
+    redis.call('ZREMRANGEBYSCORE', new, '-inf', '(' .. tostring(tonumber(ARGV[9]) - tonumber(ARGV[13])))
+    redis.call('PEXPIRE', new, ARGV[13])
+  end
+end
+local function apply(from)
   local set = cjson.decode(ARGV[5])
+  index(from, set)
   local flat = {}
   for k, v in pairs(set) do flat[#flat + 1] = k; flat[#flat + 1] = v end
   if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
@@ -79,7 +123,6 @@ local function apply()
     redis.call('LPUSH', KEYS[2], first)
     redis.call('HINCRBY', KEYS[1], 'historyDropped', len - cap)
   end
-  if to == 'blocked' then redis.call('ZADD', KEYS[3], ARGV[9], ARGV[11]) else redis.call('ZREM', KEYS[3], ARGV[11]) end
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8])
   if ARGV[12] == '1' then
     local cb = redis.call('HGET', KEYS[1], 'callback')
@@ -110,6 +153,13 @@ end
 local legal = false
 for s in string.gmatch(ARGV[2], '[^,]+') do if s == state then legal = true end end
 if not legal then return {'illegal', state} end
+local job = ARGV[17]
+local jq = ARGV[18] .. ':' .. ARGV[19] .. ':'
+if job ~= '' then
+  if redis.call('EXISTS', KEYS[5]) == 1 then return {'busy', state} end
+  if redis.call('EXISTS', KEYS[9]) == 1 and not redis.call('ZSCORE', jq .. 'completed', ARGV[11])
+    and not redis.call('ZSCORE', jq .. 'failed', ARGV[11]) then return {'busy', state} end
+end
 local current = redis.call('HGET', KEYS[1], 'runToken') or ''
 if writer == 'run' then
   if state == 'running' and to ~= 'running' and current ~= token then return {'stale', state} end
@@ -131,7 +181,7 @@ if reclaim then
   redis.call('SET', KEYS[5], token, 'PX', ARGV[15])
   redis.call('SREM', KEYS[12], ARGV[11])
 end
-apply()
+apply(state)
 local suspects = redis.call('SCARD', KEYS[6])
 if terminal(to) then
   -- A finished card has no more takeovers to judge, and everything else it owns expires.
@@ -139,6 +189,13 @@ if terminal(to) then
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PEXPIRE', key, ARGV[13]) end
 elseif terminal(state) then
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PERSIST', key) end
+end
+if job ~= '' then
+  -- A retry: the finished job goes, and (unless BullMQ adds it) the new one under the same id.
+  redis.call('DEL', KEYS[9])
+  redis.call('ZREM', jq .. 'completed', ARGV[11])
+  redis.call('ZREM', jq .. 'failed', ARGV[11])
+  if job ~= 'clear' then writeJob(ARGV[18], ARGV[19], ARGV[11], redis.call('HGET', KEYS[1], 'card'), job, tonumber(ARGV[20]) or 0, ARGV[9]) end
 end
 -- A cancel kept on the card: the run that moved it to running is to stop before it starts anything.
 local cancel = (to == 'running' and redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1) and '1' or '0'
@@ -195,6 +252,8 @@ export const ScriptReplySchema = z.union([
   z.tuple([z.literal('ok'), CardStateSchema, z.enum(['0', '1']), Count, Count, z.enum(['0', '1']), z.enum(['0', '1'])]),
   z.tuple([z.literal('not-found'), z.literal('')]),
   z.tuple([z.enum(['illegal', 'stale']), CardStateSchema]),
+  /** A retry while the card's job is not finished yet: nothing written. */
+  z.tuple([z.literal('busy'), CardStateSchema]),
 ]);
 export type ScriptReply = z.infer<typeof ScriptReplySchema>;
 
@@ -206,9 +265,15 @@ export interface WriteScriptInput {
   sources: readonly CardState[];
   writer: CardWriter;
   rendered: RenderedMove;
+  /** The move's time: the rendered move's `at`, and its score in the listing indexes. */
   nowMs: number;
   retentionMs: number;
   historyMaxEntries: number;
+  /**
+   * A retry's job: `clear` removes the finished job (the caller then adds the new one through
+   * BullMQ); `write` replaces it with a job of these options (bullmq-job-layout.ts) in the same step.
+   */
+  job?: { kind: 'clear' } | { kind: 'write'; opts: string; priority: number };
 }
 
 /** The keys and arguments of `lanesCardWrite`, in the order WRITE_LUA documents. */
@@ -242,5 +307,10 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     input.retentionMs,
     input.historyMaxEntries,
     writer.kind === 'run' ? (writer.reclaimLockMs ?? 0) : 0,
+    cardIndexPrefix(card.lane),
+    input.job === undefined ? '' : input.job.kind === 'clear' ? 'clear' : input.job.opts,
+    QUEUE_PREFIX,
+    queueName(card.lane),
+    input.job?.kind === 'write' ? input.job.priority : 0,
   ];
 }

@@ -1,13 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import {
   BlockedReasonSchema,
-  CardSchema,
   CardStateSchema,
-  FailedReasonSchema,
-  HistoryEntrySchema,
-  ObservedExitCodeSchema,
   defaults,
   legalSourcesOf,
   terminalRetentionMs,
@@ -17,8 +12,10 @@ import {
   type CardState,
   type LaneConfig,
 } from '@lanes/contracts';
-import { renderMove, type CardMove, type CardWriter, type RenderedMove } from './card-move.js';
-import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs } from './card-script.js';
+import { CardHashSchema, recordOf } from './card-hash.js';
+import { CardList, type CardListRequest, type CardListResult } from './card-list.js';
+import { renderMove, type CardMove, type CardWriter } from './card-move.js';
+import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs, type WriteScriptInput } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
@@ -57,6 +54,9 @@ export type TransitionResult =
     }
   | { ok: false; refusal: 'illegal' | 'stale' | 'not-found'; state?: CardState };
 
+/** What a retry came to: queued again, or refused with nothing written. */
+export type RetryResult = { ok: true } | { ok: false; refusal: 'not-found' } | { ok: false; refusal: 'illegal' | 'busy'; state: CardState };
+
 /** What creating one card came to: new, or the state and lane of the card already under its id. */
 export interface CreateOutcome {
   created: boolean;
@@ -64,34 +64,16 @@ export interface CreateOutcome {
   lane: string;
 }
 
-const Count = z.coerce.number().int().nonnegative();
-
-/** The card hash as stored; decoded, never cast. */
-const CardHashSchema = z.object({
-  card: z.string(),
-  lane: z.string(),
-  state: CardStateSchema,
-  attempts: Count,
-  infraRetries: Count.default(0),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  runToken: z.string().optional(),
-  blockedReason: BlockedReasonSchema.optional(),
-  blockedMessage: z.string().optional(),
-  failedReason: FailedReasonSchema.optional(),
-  sandboxId: z.string().optional(),
-  observedExitCode: z.string().optional(),
-  result: z.string().optional(),
-  historyDropped: Count.optional(),
-});
-
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
   private readonly retentionMs = new Map<string, number>();
   private readonly historyMaxEntries: number;
 
+  private readonly list: CardList;
+
   constructor(private readonly deps: CardStoreDeps) {
     defineCardScripts(deps.redis);
+    this.list = new CardList({ redis: deps.redis, now: deps.now });
     defineEnqueueScripts(deps.redis);
     for (const lane of deps.lanes ?? []) this.retentionMs.set(lane.name, terminalRetentionMs(lane.retention));
     this.historyMaxEntries = deps.historyMaxEntries ?? defaults.DEFAULT_HISTORY_MAX_ENTRIES;
@@ -122,10 +104,15 @@ export class CardStore {
     });
   }
 
+  /** A page of cards, newest update first, from the listing indexes (CardList: the guarantee while cards move). */
+  async page(request: CardListRequest): Promise<CardListResult> {
+    return this.list.page(request);
+  }
+
   async get(id: string): Promise<CardRecord | undefined> {
     const [hash, history] = await Promise.all([this.deps.redis.hgetall(keys.card(id)), this.deps.redis.lrange(keys.history(id), 0, -1)]);
     if (!hash.card) return undefined;
-    return toRecord(CardHashSchema.parse(hash), history);
+    return recordOf(CardHashSchema.parse(hash), history);
   }
 
   /** The lane an existing card belongs to; one field, for checks that need nothing else. */
@@ -143,8 +130,8 @@ export class CardStore {
    * record, history entry and event in one atomic script. A refused move writes nothing.
    */
   async transition(card: { id: string; lane: string }, move: CardMove, writer: CardWriter): Promise<TransitionResult> {
-    const rendered = renderMove(card, move, this.deps.now());
-    const reply = await this.run(card, move.to, legalSourcesOf(move.to), writer, rendered);
+    const nowMs = this.deps.now();
+    const reply = await this.run({ card, to: move.to, sources: legalSourcesOf(move.to), writer, rendered: renderMove(card, move, nowMs), nowMs });
     switch (reply[0]) {
       case 'ok':
         return {
@@ -164,6 +151,42 @@ export class CardStore {
         this.deps.log?.warn({ event, cardId: card.id, lane: card.lane, slot: move.slot, sandboxId: move.sandboxId, state: reply[1], to: move.to, writer: writer.kind }, event);
         return { ok: false, refusal: reply[0], state: reply[1] };
       }
+      case 'busy':
+        // Only a retry touches the job, and only a retry is answered busy.
+        throw new Error(`card ${card.id}: a move to ${move.to} was answered busy`);
+    }
+  }
+
+  /**
+   * Queues a failed or cancelled card again (the `retry` move, `card.retried`): history kept, with
+   * the reason; attempts and infra retries start again from 0; its keys no longer expire; and its
+   * finished BullMQ job is replaced by a new one under the same id, in the same step (`job`:
+   * `write`), or removed for the caller to add through BullMQ (`clear`). Refused, with nothing
+   * written, from any other state (`illegal`), or while its job is not finished yet (`busy`).
+   */
+  async retry(card: { id: string; lane: string }, options: { message: string; job: NonNullable<WriteScriptInput['job']> }): Promise<RetryResult> {
+    const nowMs = this.deps.now();
+    const move: CardMove = { to: 'queued', event: 'card.retried', attempt: 0, infraRetries: 0, message: options.message };
+    const reply = await this.run({
+      card,
+      to: 'queued',
+      sources: legalSourcesOf('queued', 'retry'),
+      writer: { kind: 'board' },
+      rendered: renderMove(card, move, nowMs),
+      nowMs,
+      job: options.job,
+    });
+    switch (reply[0]) {
+      case 'ok':
+        return { ok: true };
+      case 'not-found':
+        return { ok: false, refusal: 'not-found' };
+      case 'illegal':
+      case 'busy':
+        return { ok: false, refusal: reply[0], state: reply[1] };
+      case 'stale':
+        // A board writer is stale only out of running, which is no source of a retry.
+        return { ok: false, refusal: 'illegal', state: reply[1] };
     }
   }
 
@@ -208,38 +231,12 @@ export class CardStore {
     return out;
   }
 
-  private async run(card: { id: string; lane: string }, to: CardState, sources: CardState[], writer: CardWriter, r: RenderedMove) {
+  private async run(input: Omit<WriteScriptInput, 'retentionMs' | 'historyMaxEntries'>) {
     const args = writeScriptArgs({
-      card,
-      to,
-      sources,
-      writer,
-      rendered: r,
-      nowMs: this.deps.now(),
-      retentionMs: this.retentionMs.get(card.lane) ?? terminalRetentionMs(undefined),
+      ...input,
+      retentionMs: this.retentionMs.get(input.card.lane) ?? terminalRetentionMs(undefined),
       historyMaxEntries: this.historyMaxEntries,
     });
     return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...args));
   }
-}
-
-function toRecord(hash: z.infer<typeof CardHashSchema>, history: string[]): CardRecord {
-  const card = CardSchema.parse(JSON.parse(hash.card));
-  const record: CardRecord = {
-    ...card,
-    state: hash.state,
-    attempts: hash.attempts,
-    infraRetries: hash.infraRetries,
-    createdAt: hash.createdAt,
-    updatedAt: hash.updatedAt,
-    history: history.map((h) => HistoryEntrySchema.parse(JSON.parse(h))),
-  };
-  if (hash.blockedReason) record.blockedReason = hash.blockedReason;
-  if (hash.blockedMessage) record.blockedMessage = hash.blockedMessage;
-  if (hash.failedReason && record.state === 'failed') record.failedReason = hash.failedReason;
-  if (hash.sandboxId) record.sandboxId = hash.sandboxId;
-  if (hash.observedExitCode) record.observedExitCode = ObservedExitCodeSchema.parse(JSON.parse(hash.observedExitCode));
-  if (hash.result) record.result = z.json().parse(JSON.parse(hash.result));
-  if (hash.historyDropped) record.historyDropped = hash.historyDropped;
-  return record;
 }

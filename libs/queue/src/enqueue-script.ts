@@ -5,8 +5,9 @@ import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 
 /**
- * `lanesEnqueue` is the one writer of new card records: record, first history entry and
- * `card.queued` event, or nothing for an id that exists. It runs in one of two modes (ARGV 7):
+ * `lanesEnqueue` is the one writer of new card records: record, first history entry, the entry
+ * in its lane's listing index of queued cards, and `card.queued` event, or nothing for an id that
+ * exists. It runs in one of two modes (ARGV 7):
  *   - `each`: the records alone (`CardStore.create`). Each card stands alone: an existing id is
  *     answered with its state and lane and left as it is.
  *   - `enqueue`: records and jobs, the batch whole or not at all, described next.
@@ -120,6 +121,8 @@ for i = 1, n do
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
     redis.call('RPUSH', card .. ':history', ARGV[3])
+    -- Its lane's listing index of queued cards (keys.cardIndex in names.ts), scored by this time.
+    redis.call('ZADD', sp .. ':lane:' .. lane .. ':cards:queued', ARGV[8], id)
     -- An earlier card of this id expired with its job (retention, card-script.ts) and may have left
     -- the id in BullMQ's finished sets: out, before BullMQ's age or count trim removes the new job by it.
     redis.call('ZREM', qp .. ':' .. lane .. ':completed', id)

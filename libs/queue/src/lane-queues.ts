@@ -1,6 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { defaults, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
+import { CardSchema, defaults, isRetryableCardState, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
@@ -47,7 +47,15 @@ export interface CallbackBacklog {
   max: number;
 }
 
-export type CommandOutcome = { ok: true; state: CardState } | { ok: false; code: 'CARD_NOT_FOUND' | 'CARD_STATE'; state?: CardState; message: string };
+export type CommandOutcome =
+  | { ok: true; state: CardState }
+  | {
+      ok: false;
+      /** CARD_STATE: not a state the command applies to; CARD_BUSY: a run is still ending the card's job, ask again shortly. */
+      code: 'CARD_NOT_FOUND' | 'CARD_STATE' | 'CARD_BUSY';
+      state?: CardState;
+      message: string;
+    };
 
 /** The ids of a refused batch that belong to another lane (or appear twice on two lanes). */
 function conflictsOf(cards: readonly Card[], reply: EnqueueReply): Array<{ index: number; id: string; lane: string }> {
@@ -226,6 +234,41 @@ export class LaneQueues {
       // Its job is not delayed (still active, or gone): saying "queued" would leave it blocked unseen.
       return { ok: false, code: 'CARD_STATE', state: 'blocked', message: `card ${cardId} is blocked but its job could not be re-queued; try again` };
     }
+    return { ok: true, state: 'queued' };
+  }
+
+  /**
+   * A failed or cancelled card goes back to the queue (CardStore.retry): history kept, with the
+   * reason, attempts and infra retries from 0, and a new BullMQ job under the card's id in place of
+   * its finished one, written in the same script as the move. Under a BullMQ whose job layout lanes
+   * does not write, the script removes the finished job and BullMQ's own add follows. A card whose
+   * job a run is still ending (the worker recorded the end, BullMQ has not heard yet) is given
+   * REDRIVE_HANDOVER_MS, then answered CARD_BUSY.
+   */
+  async retry(cardId: string, reason?: string): Promise<CommandOutcome> {
+    const record = await this.deps.store.get(cardId);
+    if (!record) return { ok: false, code: 'CARD_NOT_FOUND', message: `no card ${cardId}` };
+    if (!isRetryableCardState(record.state)) {
+      return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is ${record.state}; only a failed or cancelled card can be retried` };
+    }
+    const lane = this.lanes.get(record.lane);
+    if (!lane) return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is on lane "${record.lane}", which this process does not serve` };
+    const card = CardSchema.parse(Object.fromEntries(Object.keys(CardSchema.shape).flatMap((k) => (k in record ? [[k, record[k as keyof typeof record]]] : []))));
+    const job = this.writeJobs ? ({ kind: 'write', opts: jobLayoutOpts(card, lane), priority: card.priority } as const) : ({ kind: 'clear' } as const);
+    const message = reason ? `retried: ${reason}` : 'retried';
+    const deadline = Date.now() + REDRIVE_HANDOVER_MS;
+    let out = await this.deps.store.retry(card, { message, job });
+    while (!out.ok && out.refusal === 'busy' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, REDRIVE_HANDOVER_POLL_MS));
+      out = await this.deps.store.retry(card, { message, job });
+    }
+    if (!out.ok) {
+      if (out.refusal === 'not-found') return { ok: false, code: 'CARD_NOT_FOUND', message: `no card ${cardId}` };
+      if (out.refusal === 'busy')
+        return { ok: false, code: 'CARD_BUSY', state: out.state, message: `card ${cardId} is ${out.state} but its job is still being ended by a run; try again shortly` };
+      return { ok: false, code: 'CARD_STATE', state: out.state, message: `card ${cardId} is ${out.state}; only a failed or cancelled card can be retried` };
+    }
+    if (job.kind === 'clear') await this.queues.get(card.lane)!.add(card.lane, card, jobOptions(card, lane));
     return { ok: true, state: 'queued' };
   }
 

@@ -1,3 +1,5 @@
+import type { BlockedReason, CardState } from '@lanes/contracts';
+
 /** BullMQ prefix: a lane's queue keys are `lanes:<lane>:*`, as boards that speak BullMQ expect. */
 export const QUEUE_PREFIX = 'lanes';
 /**
@@ -5,6 +7,13 @@ export const QUEUE_PREFIX = 'lanes';
  * (a lane called "card" would otherwise share `lanes:card:*` with BullMQ).
  */
 export const STORE_PREFIX = 'lanes-store';
+
+/** What a lane's listing index of a state other than blocked is named after: `<prefix><state>`. */
+export function cardIndexPrefix(lane: string): string {
+  return `${STORE_PREFIX}:lane:${lane}:cards:`;
+}
+
+const blockedIndex = (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`;
 
 export const keys = {
   card: (id: string) => `${STORE_PREFIX}:card:${id}`,
@@ -21,7 +30,18 @@ export const keys = {
   /** BullMQ's list of a lane's active jobs, and the set its stalled check marks them in. */
   jobActive: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:active`,
   jobStalled: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:stalled`,
-  blocked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:blocked`,
+  /**
+   * The lane's blocked cards, scored by the time of their last move: what re-drives read, and the
+   * listing index of the lane's blocked cards (cardIndex(lane, 'blocked') is this set).
+   */
+  blocked: blockedIndex,
+  /**
+   * Listing indexes (`GET /v1/cards`), sorted sets of card ids scored by their last move's time (ms):
+   * one per lane and state, each card in exactly the one of its state, and one per lane and
+   * blocked reason. Kept by the scripts that write the moves (card-script.ts, enqueue-script.ts).
+   */
+  cardIndex: (lane: string, state: CardState) => (state === 'blocked' ? blockedIndex(lane) : `${cardIndexPrefix(lane)}${state}`),
+  blockedReasonIndex: (lane: string, reason: BlockedReason) => `${blockedIndex(lane)}:${reason}`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaults, isTerminalCardState, legalSourcesOf, parseLanesConfig, type Card } from '@lanes/contracts';
-import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, renderMove, type CardMove, type CardWriter } from '@lanes/queue';
-import { ScriptReplySchema, writeScriptArgs } from '../src/card-script.js';
+import { defaults, isTerminalCardState, parseLanesConfig, type Card } from '@lanes/contracts';
+import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, type CardMove, type CardWriter } from '@lanes/queue';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
@@ -83,24 +82,17 @@ describe('card retention in the transition script', () => {
     expect(await pttls(card)).toEqual([-1, -1, -1, -1]);
   });
 
-  it('a move out of a terminal state (none is legal today; a retry would be one) persists what the terminal move set to expire', async () => {
+  it('a retry (the one move out of a terminal state) persists what the terminal move set to expire', async () => {
     const card = newCard();
     await runToEnd(card, { to: 'failed', attempt: 1, sandboxId: 'sb', failedReason: 'command-failed' });
     expect((await pttls(card)).every((t) => t > 0)).toBe(true);
-    // The script as a retry would call it: failed is a legal source of this move.
-    const move: CardMove = { to: 'queued', attempt: 0, message: 'retried' };
-    const args = writeScriptArgs({
-      card,
-      to: 'queued',
-      sources: [...legalSourcesOf('queued'), 'failed'],
-      writer: { kind: 'board' },
-      rendered: renderMove(card, move, Date.now()),
-      nowMs: Date.now(),
-      retentionMs: DAY_MS,
-      historyMaxEntries: 5,
-    });
-    expect(ScriptReplySchema.parse(await redis.lanesCardWrite(...args))[0]).toBe('ok');
-    expect(await pttls(card)).toEqual([-1, -1, -1, -1]);
+    // A retry while the run still holds the job's lock is refused; BullMQ's finishing move releases it.
+    await redis.del(keys.jobLock(card.lane, card.id));
+    await redis.zadd(`${QUEUE_PREFIX}:${card.lane}:failed`, Date.now(), card.id);
+    expect(await store.retry(card, { message: 'retried', job: { kind: 'clear' } })).toEqual({ ok: true });
+    // The job hash went with the finished job (the caller adds the new one); the rest no longer expires.
+    expect(await redis.exists(keys.job(card.lane, card.id))).toBe(0);
+    expect(await Promise.all([keys.card(card.id), keys.history(card.id), keys.jobLogs(card.lane, card.id)].map((k) => redis.pttl(k)))).toEqual([-1, -1, -1]);
   });
 
   it('a fenced worker’s late word on a finished card keeps nothing (no set outlives the card)', async () => {

@@ -67,7 +67,7 @@ describe('card transition script on real Redis', () => {
     expect(logs.map((l) => l.event)).toEqual(['card.illegal-transition']);
   });
 
-  it.each(['done', 'failed', 'cancelled'] as const)('nothing moves a card out of terminal %s', async (terminal) => {
+  it.each(['done', 'failed', 'cancelled'] as const)('no move but a retry (CardStore.retry) takes a card out of terminal %s', async (terminal) => {
     const card = newCard();
     await store.create(card);
     const writer = await lockAs(card, 'tok');
