@@ -13,8 +13,6 @@ const CARDS = 12;
 const SLOTS = 3;
 /** Long enough that the kill lands while every slot has a card in its agent. */
 const AGENT_MS = 2_000;
-/** As the chaos soak: a failover (about 3 s here) comes close to the lock, so lapsed locks and late commits happen too. */
-const LOCK_MS = 4_000;
 
 /** An agent that writes `start <card>` and `end <card>` to a ledger around its work, so every run is counted outside Redis. */
 const AGENT = `
@@ -89,7 +87,6 @@ describe('lanes up on Sentinel, across a kill -9 of the primary', () => {
         LANES_PORT: String(port),
         LANES_SANDBOX_DIR: join(dir, 'sandboxes'),
         LANES_LOG_FORMAT: 'json',
-        LANES_LOCK_DURATION_MS: String(LOCK_MS),
         REDIS_SENTINELS: sentinels,
         REDIS_SENTINEL_NAME: group.name,
         REDIS_PASSWORD: 'data-pw-1',
@@ -154,9 +151,13 @@ describe('lanes up on Sentinel, across a kill -9 of the primary', () => {
       expect(Date.parse(done.at), id).toBeGreaterThanOrEqual(killedAt);
     }
 
-    // The failover killed no live work: the supervisor reaped nothing, and no run was fenced or refused.
+    // A failover shorter than the lock (BullMQ's 30 s here) kills no live work: the supervisor
+    // reaped nothing, and no run was fenced or refused. (With a lock of a few seconds, the runs in
+    // flight fence themselves, as in any Redis outage that long, and run again.)
     const said = output.join('');
     for (const event of ['sandbox.reaped', 'card.stale-write', 'card.fenced']) expect(said, event).not.toContain(`"event":"${event}"`);
+    // Every request the API failed while there was no primary was a 503, never a 500.
+    expect(said).not.toContain('"statusCode":500');
 
     // Bull Board reads the queue from the promoted primary.
     const board = await api.request<{ queues: Array<{ name: string; counts: Record<string, number> }> }>('GET', '/admin/queues/api/queues');

@@ -13,6 +13,7 @@ import { evaluateBind } from './edge/browser-edge.js';
 import type { Principal } from './edge/principal.js';
 import { createMetrics } from './metrics.js';
 import { RedisFullWatch } from './redis-full.js';
+import { redisUnavailable } from './redis-unavailable.js';
 import { cardRoutes } from './routes/cards.js';
 import { eventRoutes, type EventStreamOptions, type EventStreamStats } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -137,9 +138,8 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     if (fe.statusCode && fe.statusCode < 500) {
       return reply.code(fe.statusCode).send(errorBody(fe.code ?? 'BAD_REQUEST', fe.message ?? 'bad request'));
     }
-    if (redis.status !== 'ready') {
-      return reply.code(503).send(errorBody('REDIS_UNAVAILABLE', `redis is ${redis.status}; retry shortly`));
-    }
+    const unavailable = redisUnavailable(redis);
+    if (unavailable) return reply.code(503).send(errorBody('REDIS_UNAVAILABLE', `${unavailable}; retry shortly`));
     reply.log.error({ err }, 'request failed');
     return reply.code(500).send(errorBody('INTERNAL', 'internal error'));
   });
