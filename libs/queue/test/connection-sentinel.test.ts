@@ -82,7 +82,7 @@ describe('createRedis on Sentinel', () => {
       await Promise.all([conn.ping(), blocking.ping()]);
       await waitFor(`both connections' failover detectors subscribed (${close})`, async () => (await clients()) >= baseline + 2);
       if (close === 'quit') await Promise.all([conn.quit(), blocking.quit()]);
-      else [conn, blocking].forEach((c) => c.disconnect());
+      else for (const c of [conn, blocking]) c.disconnect();
       await waitFor(`the sentinel's clients back to ${baseline} after ${close}`, async () => (await clients()) === baseline);
     }
   });
