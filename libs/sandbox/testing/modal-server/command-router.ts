@@ -1,5 +1,5 @@
-import { ServerError, Status, type CallContext } from 'nice-grpc';
-import type { Handlers } from './control-plane.js';
+import { ServerError, Status, type CallContext, type ServerMiddleware } from 'nice-grpc';
+import { jwtExpiry, type Handlers } from './control-plane.js';
 import type { ExecExit, ServerExec } from './exec-process.js';
 import type { ServerSandbox } from './sandbox.js';
 import type { ModalServerState } from './state.js';
@@ -41,6 +41,23 @@ export interface RouterBehaviour {
 
 /** Modal's behaviour, as far as its sources tell (docs/modal.md). */
 export const DEFAULT_ROUTER_BEHAVIOUR: Readonly<RouterBehaviour> = { finishedTaskCode: Status.NOT_FOUND, execsAtTaskEnd: 'exit-137' };
+
+/**
+ * The router's token check: a call whose bearer token (the JWT the control plane handed out) has
+ * expired is refused UNAUTHENTICATED, which makes the SDK fetch a new one (SandboxGetCommandRouterAccess)
+ * and try again (`TaskCommandRouterClientImpl.callWithAuthRetry` / `refreshJwt` in modal@0.11.1).
+ * Checked when a call starts: a stream or long-poll that began with a good token runs on.
+ */
+export function routerAuthMiddleware(now: () => number = Date.now): ServerMiddleware {
+  return async function* auth(call, context: CallContext) {
+    const header = context.metadata.get('authorization');
+    const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
+    const exp = token === undefined ? undefined : jwtExpiry(token);
+    if (exp === undefined) throw new ServerError(Status.UNAUTHENTICATED, 'missing or malformed router token');
+    if (exp * 1000 <= now()) throw new ServerError(Status.UNAUTHENTICATED, 'router token expired');
+    return yield* call.next(call.request, context);
+  };
+}
 
 function exitMessage(exit: ExecExit | undefined): object {
   if (!exit) return {};

@@ -6,10 +6,25 @@ import type { ModalServerState } from './state.js';
 type Req = any;
 export type Handlers = Record<string, (request: Req, context: CallContext) => unknown>;
 
-/** An unsigned JWT whose `exp` is far away: the SDK parses `exp` from both tokens it is given. */
-export function farFutureJwt(subject: string): string {
+/** An unsigned JWT that expires `lifetimeSecs` from now: the SDK parses `exp` from both tokens it is given. */
+export function unsignedJwt(subject: string, lifetimeSecs: number): string {
   const part = (o: object): string => Buffer.from(JSON.stringify(o)).toString('base64url');
-  return `${part({ alg: 'none', typ: 'JWT' })}.${part({ sub: subject, exp: Math.floor(Date.now() / 1000) + 10 * 365 * 86_400 })}.`;
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part({ sub: subject, exp: Math.floor(Date.now() / 1000) + lifetimeSecs })}.`;
+}
+
+/** The `exp` (seconds since the epoch) of a token `unsignedJwt` made; undefined when it is not one. */
+export function jwtExpiry(token: string): number | undefined {
+  try {
+    const exp = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown }).exp;
+    return typeof exp === 'number' ? exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An unsigned JWT whose `exp` is far away. */
+export function farFutureJwt(subject: string): string {
+  return unsignedJwt(subject, FAR_FUTURE_SECS);
 }
 
 function tagMap(tags: Array<{ tagName: string; tagValue: string }> | undefined): Record<string, string> {
@@ -40,12 +55,38 @@ async function waitResult(sandbox: ServerSandbox, timeoutSecs: number, signal: A
 }
 
 /**
+ * How the control plane behaves where Modal's own behaviour is not settled (docs/modal.md).
+ */
+export interface ControlPlaneBehaviour {
+  /**
+   * Whether `SandboxListV2` fills each `SandboxInfo.tags`. Default true. The tag filter of the
+   * request applies either way. Modal's proto marks the field "TODO: Not yet exposed in client
+   * library" (modal-client `modal_proto/api.proto`, SandboxInfo), so a listing may well come back
+   * without tags; false serves that form.
+   */
+  listTags: boolean;
+  /**
+   * Lifetime of the command-router tokens (JWTs) it hands out (SandboxCreateV2,
+   * SandboxGetCommandRouterAccess), in whole seconds (JWT `exp`). Default ten years, so none expires
+   * during a test; a few seconds makes the SDK refresh them (the router answers an expired one
+   * UNAUTHENTICATED, and the SDK fetches a new one and retries).
+   */
+  routerTokenLifetimeSecs: number;
+}
+
+/** Ten years: a token that outlives any test. */
+const FAR_FUTURE_SECS = 10 * 365 * 86_400;
+
+export const DEFAULT_CONTROL_PLANE_BEHAVIOUR: Readonly<ControlPlaneBehaviour> = { listTags: true, routerTokenLifetimeSecs: FAR_FUTURE_SECS };
+
+/**
  * The control plane (`modal.client.ModalClient`): only the RPCs the provider's SDK calls reach
  * (V2 sandboxes, which `modal@0.11.1` uses by default). `routerUrl` is where the command router
  * listens; it must be https (the SDK refuses anything else) and is reached insecurely because the
  * server URL is localhost.
  */
-export function controlPlane(state: ModalServerState, routerUrl: () => string): Handlers {
+export function controlPlane(state: ModalServerState, routerUrl: () => string, behaviour: ControlPlaneBehaviour = { ...DEFAULT_CONTROL_PLANE_BEHAVIOUR }): Handlers {
+  const routerJwt = (taskId: string): string => unsignedJwt(taskId, behaviour.routerTokenLifetimeSecs);
   return {
     authTokenGet: async () => ({ token: farFutureJwt('lanes-local-modal') }),
 
@@ -114,7 +155,7 @@ export function controlPlane(state: ModalServerState, routerUrl: () => string): 
       return {
         sandboxId: sandbox.id,
         taskId: sandbox.taskId,
-        commandRouterAccess: { jwt: farFutureJwt(sandbox.taskId), url: routerUrl() },
+        commandRouterAccess: { jwt: routerJwt(sandbox.taskId), url: routerUrl() },
       };
     },
 
@@ -125,7 +166,7 @@ export function controlPlane(state: ModalServerState, routerUrl: () => string): 
 
     sandboxGetCommandRouterAccess: async (req) => {
       const sandbox = sandboxOf(state, req.sandboxId);
-      return { jwt: farFutureJwt(sandbox.taskId), url: routerUrl() };
+      return { jwt: routerJwt(sandbox.taskId), url: routerUrl() };
     },
 
     sandboxWaitV2: async (req, context) => waitResult(sandboxOf(state, req.sandboxId), req.timeout ?? 0, context.signal),
@@ -145,7 +186,7 @@ export function controlPlane(state: ModalServerState, routerUrl: () => string): 
         .filter((s) => !req.appId || s.appId === req.appId)
         .filter((s) => Object.entries(want).every(([k, v]) => s.tags[k] === v))
         .sort((a, b) => b.createdAt - a.createdAt)
-        .map((s) => ({ id: s.id, appId: s.appId, createdAt: s.createdAt, tags: tagList(s.tags), imageId: s.imageId }));
+        .map((s) => ({ id: s.id, appId: s.appId, createdAt: s.createdAt, tags: behaviour.listTags ? tagList(s.tags) : [], imageId: s.imageId }));
       return { sandboxes };
     },
 

@@ -19,9 +19,20 @@ export const PINNED_MODAL_SDK_VERSION = '0.11.1';
 /** A nice-grpc service definition as the bundle declares it (kept loose: we only serve it). */
 export type ServiceDefinition = Record<string, unknown> & { name: string; fullName: string; methods: Record<string, unknown> };
 
+/** A ts-proto message codec as the bundle declares it (only encoding is used). */
+export interface MessageCodec {
+  encode(message: object): { finish(): Uint8Array };
+}
+
 export interface ModalDefinitions {
   readonly ModalClientDefinition: ServiceDefinition;
   readonly TaskCommandRouterDefinition: ServiceDefinition;
+  /**
+   * `google.rpc.Status` and `modal.client.RPCRetryPolicy`: a throttled answer's
+   * `grpc-status-details-bin` trailer, which the SDK's retryMiddleware reads (getServerRetryPolicy).
+   */
+  readonly RPCStatus: MessageCodec;
+  readonly RPCRetryPolicy: MessageCodec;
 }
 
 let loaded: ModalDefinitions | undefined;
@@ -46,11 +57,16 @@ export function modalDefinitions(): ModalDefinitions {
   const m = new Module(filename) as Module & { _compile(src: string, file: string): void; paths: string[] };
   m.filename = filename;
   m.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(dirname(filename));
-  m._compile(`${source}\nmodule.exports.__lanes = { ModalClientDefinition, TaskCommandRouterDefinition };`, filename);
+  m._compile(`${source}\nmodule.exports.__lanes = { ModalClientDefinition, TaskCommandRouterDefinition, RPCStatus, RPCRetryPolicy };`, filename);
   const defs = (m.exports as { __lanes?: Partial<ModalDefinitions> }).__lanes;
-  if (!defs?.ModalClientDefinition || !defs.TaskCommandRouterDefinition) {
-    throw new Error(`modal@${version} no longer defines ModalClientDefinition/TaskCommandRouterDefinition in dist/index.cjs`);
+  if (!defs?.ModalClientDefinition || !defs.TaskCommandRouterDefinition || !defs.RPCStatus || !defs.RPCRetryPolicy) {
+    throw new Error(`modal@${version} no longer defines ModalClientDefinition/TaskCommandRouterDefinition/RPCStatus/RPCRetryPolicy in dist/index.cjs`);
   }
-  loaded = { ModalClientDefinition: defs.ModalClientDefinition, TaskCommandRouterDefinition: defs.TaskCommandRouterDefinition };
+  loaded = {
+    ModalClientDefinition: defs.ModalClientDefinition,
+    TaskCommandRouterDefinition: defs.TaskCommandRouterDefinition,
+    RPCStatus: defs.RPCStatus,
+    RPCRetryPolicy: defs.RPCRetryPolicy,
+  };
   return loaded;
 }

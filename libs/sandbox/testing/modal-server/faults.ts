@@ -20,6 +20,13 @@ export interface FailOptions {
    * agent's path: one command's start fails while the kill execs and canaries around it go through.
    */
   argvIncludes?: string;
+  /**
+   * A server retry-after, as Modal throttles (with RESOURCE_EXHAUSTED): the answer carries a
+   * `modal.client.RPCRetryPolicy { retryAfterSecs }` in its `grpc-status-details-bin` trailer, which
+   * the SDK's control-plane retryMiddleware waits out and retries, bounded by the client's
+   * `maxThrottleWaitSecs`.
+   */
+  retryAfterSecs?: number;
 }
 
 interface FailRule {
@@ -29,6 +36,7 @@ interface FailRule {
   until: number;
   sandboxId: string | undefined;
   argvIncludes: string | undefined;
+  retryAfterSecs: number | undefined;
 }
 
 /** What the middleware knows about one call. */
@@ -71,6 +79,7 @@ export class ModalFaults {
       until: byTime ? this.#now() + (options.forMs ?? 0) : Number.POSITIVE_INFINITY,
       sandboxId: options.sandboxId,
       argvIncludes: options.argvIncludes,
+      retryAfterSecs: options.retryAfterSecs,
     });
   }
 
@@ -120,8 +129,8 @@ export class ModalFaults {
     this.#counts.clear();
   }
 
-  /** The error a call must answer with now, if any; spends one unit of the matching burst. */
-  injected(call: RpcCall): ServerError | undefined {
+  /** The error a call must answer with now, if any (and its retry-after); spends one unit of the matching burst. */
+  injected(call: RpcCall): { error: ServerError; retryAfterSecs: number | undefined } | undefined {
     const now = this.#now();
     for (let i = 0; i < this.#rules.length; i++) {
       const rule = this.#rules[i]!;
@@ -134,7 +143,7 @@ export class ModalFaults {
       const marker = rule.argvIncludes;
       if (marker !== undefined && !(call.argv ?? []).some((a) => a.includes(marker))) continue;
       rule.remaining--;
-      return new ServerError(rule.code, `injected ${Status[rule.code]} for ${call.method}`);
+      return { error: new ServerError(rule.code, `injected ${Status[rule.code]} for ${call.method}`), retryAfterSecs: rule.retryAfterSecs };
     }
     return undefined;
   }
@@ -171,7 +180,12 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * Server middleware: counts the call, waits out any delay, then answers with an injected error or
  * lets the handler run. `sandboxOf` names the sandbox a request is about (for per-sandbox faults).
  */
-export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf: (request: unknown) => string | undefined): ServerMiddleware {
+export function faultMiddleware(
+  faults: ModalFaults,
+  service: string,
+  sandboxOf: (request: unknown) => string | undefined,
+  retryPolicyTrailer: (code: Status, retryAfterSecs: number) => Uint8Array,
+): ServerMiddleware {
   return async function* inject(call, context: CallContext) {
     const method = call.method.path.slice(call.method.path.lastIndexOf('/') + 1);
     // A client-streaming request is an iterable: only unary and server-streaming requests name a sandbox.
@@ -180,8 +194,11 @@ export function faultMiddleware(faults: ModalFaults, service: string, sandboxOf:
     const ms = faults.delayFor(method, sandboxId);
     if (ms > 0) await faults.hold(method, ms, context.signal);
     const argv = call.requestStream ? undefined : (call.request as { commandArgs?: string[] } | undefined)?.commandArgs;
-    const error = faults.injected({ service, method, sandboxId, ...(argv ? { argv } : {}) });
-    if (error) throw error;
+    const injected = faults.injected({ service, method, sandboxId, ...(argv ? { argv } : {}) });
+    if (injected) {
+      if (injected.retryAfterSecs !== undefined) context.trailer.set('grpc-status-details-bin', retryPolicyTrailer(injected.error.code, injected.retryAfterSecs));
+      throw injected.error;
+    }
     return yield* call.next(call.request, context);
   };
 }

@@ -5,8 +5,8 @@ import { ModalClient } from 'modal';
 import { createServer, ServerError, Status, type Server } from 'nice-grpc';
 import { findByEnvEntry } from '../../src/proc.js';
 import { SANDBOX_ID_ENV } from '../../src/sandbox-reaper.js';
-import { DEFAULT_ROUTER_BEHAVIOUR, commandRouter, type RouterBehaviour } from './command-router.js';
-import { controlPlane, type Handlers } from './control-plane.js';
+import { DEFAULT_ROUTER_BEHAVIOUR, commandRouter, routerAuthMiddleware, type RouterBehaviour } from './command-router.js';
+import { DEFAULT_CONTROL_PLANE_BEHAVIOUR, controlPlane, type ControlPlaneBehaviour, type Handlers } from './control-plane.js';
 import { modalDefinitions, type ServiceDefinition } from './definitions.js';
 import { ModalFaults } from './faults.js';
 import { faultMiddleware } from './faults.js';
@@ -18,6 +18,7 @@ export { ModalFaults, type FailOptions, type RpcTarget } from './faults.js';
 export { PINNED_MODAL_SDK_VERSION } from './definitions.js';
 export { GENERIC_STATUS } from './sandbox.js';
 export { DEFAULT_ROUTER_BEHAVIOUR, type RouterBehaviour } from './command-router.js';
+export { DEFAULT_CONTROL_PLANE_BEHAVIOUR, type ControlPlaneBehaviour } from './control-plane.js';
 
 /** What a test can see of one sandbox on the server. */
 export interface LocalSandboxInfo {
@@ -54,8 +55,14 @@ export interface LocalModalServer {
    * (default: Modal's, DEFAULT_ROUTER_BEHAVIOUR). Mutable: a test may switch it at any time.
    */
   readonly router: RouterBehaviour;
-  /** A real `ModalClient` (modal@0.11.1) pointed at this server with dummy credentials. */
-  client(): ModalClient;
+  /** Listing tags and router-token lifetime (default DEFAULT_CONTROL_PLANE_BEHAVIOUR). Mutable. */
+  readonly controlPlane: ControlPlaneBehaviour;
+  /**
+   * A real `ModalClient` (modal@0.11.1) pointed at this server with dummy credentials.
+   * `maxThrottleWaitSecs`: as lanes' createModalClient sets it (MODAL_MAX_THROTTLE_WAIT_SECS);
+   * unset, the SDK waits out a throttle as long as the server keeps asking.
+   */
+  client(params?: { maxThrottleWaitSecs?: number }): ModalClient;
   defineSecret(name: string, env: Record<string, string>): void;
   /** Image builds whose base registry tag is `tag` fail with `exception`. */
   failImageBuilds(tag: string, exception?: string): void;
@@ -110,6 +117,8 @@ function complete(definition: ServiceDefinition, handlers: Handlers): Handlers {
 export interface ModalServerOptions {
   /** Where the router's behaviour differs from Modal's default (DEFAULT_ROUTER_BEHAVIOUR). */
   router?: Partial<RouterBehaviour>;
+  /** Where the control plane's differs from the default (DEFAULT_CONTROL_PLANE_BEHAVIOUR). */
+  controlPlane?: Partial<ControlPlaneBehaviour>;
 }
 
 /** Starts a local Modal server (control plane + task command router) for the real SDK to talk to. */
@@ -119,21 +128,31 @@ export async function startModalServer(options: ModalServerOptions = {}): Promis
   open.add(state);
   const faults = new ModalFaults();
   const router: RouterBehaviour = { ...DEFAULT_ROUTER_BEHAVIOUR, ...options.router };
+  const cpBehaviour: ControlPlaneBehaviour = { ...DEFAULT_CONTROL_PLANE_BEHAVIOUR, ...options.controlPlane };
   const sandboxOf = (request: unknown): string | undefined => {
     const r = request as { sandboxId?: string; taskId?: string } | undefined;
     return r?.sandboxId || (r?.taskId ? state.sandboxByTask(r.taskId)?.id : undefined);
   };
 
   let routerUrl = '';
-  const cp: Server = createServer().use(faultMiddleware(faults, 'ModalClient', sandboxOf));
+  // A throttled answer's trailer: google.rpc.Status whose one detail is a modal.client.RPCRetryPolicy.
+  const retryPolicyTrailer = (code: Status, retryAfterSecs: number): Uint8Array =>
+    defs.RPCStatus.encode({
+      code,
+      message: 'throttled',
+      details: [{ typeUrl: 'type.googleapis.com/modal.client.RPCRetryPolicy', value: defs.RPCRetryPolicy.encode({ retryAfterSecs }).finish() }],
+    }).finish();
+  const cp: Server = createServer().use(faultMiddleware(faults, 'ModalClient', sandboxOf, retryPolicyTrailer));
   cp.add(
     defs.ModalClientDefinition as never,
     complete(
       defs.ModalClientDefinition,
-      controlPlane(state, () => routerUrl),
+      controlPlane(state, () => routerUrl, cpBehaviour),
     ) as never,
   );
-  const tcr: Server = createServer().use(faultMiddleware(faults, 'TaskCommandRouter', sandboxOf));
+  const tcr: Server = createServer()
+    .use(faultMiddleware(faults, 'TaskCommandRouter', sandboxOf, retryPolicyTrailer))
+    .use(routerAuthMiddleware());
   tcr.add(defs.TaskCommandRouterDefinition as never, complete(defs.TaskCommandRouterDefinition, commandRouter(state, router)) as never);
   const cpPort = await cp.listen('127.0.0.1:0');
   const tcrPort = await tcr.listen('127.0.0.1:0');
@@ -175,12 +194,13 @@ export async function startModalServer(options: ModalServerOptions = {}): Promis
     rootDir: state.rootDir,
     faults,
     router,
-    client() {
+    controlPlane: cpBehaviour,
+    client(params = {}) {
       // The SDK reads its server URL from the environment when the client is built, and only then.
       const previous = process.env['MODAL_SERVER_URL'];
       process.env['MODAL_SERVER_URL'] = url;
       try {
-        return new ModalClient({ tokenId: 'ak-local', tokenSecret: 'as-local', logLevel: 'error' });
+        return new ModalClient({ tokenId: 'ak-local', tokenSecret: 'as-local', logLevel: 'error', ...params });
       } finally {
         if (previous === undefined) delete process.env['MODAL_SERVER_URL'];
         else process.env['MODAL_SERVER_URL'] = previous;
