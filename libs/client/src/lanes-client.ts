@@ -4,7 +4,10 @@ import {
   LaneEventSchema,
   type BulkEnqueueResponse,
   type CardInput,
+  type CardListQueryInput,
+  type CardPage,
   type CardRecord,
+  type CardSummary,
   type EnqueueResponse,
   type LaneEvent,
   type LaneStatus,
@@ -71,6 +74,41 @@ export class LanesClient {
 
   async unblock(id: string, note?: string): Promise<EnqueueResponse> {
     return (await this.call<EnqueueResponse>('POST', `/v1/cards/${encodeURIComponent(id)}/unblock`, note !== undefined ? { note } : {})).body;
+  }
+
+  /**
+   * Queues a failed or cancelled card again: its history kept, `reason` recorded in it, attempts
+   * from 0. A card in any other state throws LanesApiError 409 `CARD_STATE`; one whose run is still
+   * ending it, 409 `CARD_BUSY` (ask again shortly).
+   */
+  async retry(id: string, reason?: string): Promise<EnqueueResponse> {
+    return (await this.call<EnqueueResponse>('POST', `/v1/cards/${encodeURIComponent(id)}/retry`, reason !== undefined ? { reason } : {})).body;
+  }
+
+  /** One page of cards, newest update first; pass its `nextCursor` as `cursor` for the next. */
+  async list(query: CardListQueryInput = {}): Promise<CardPage> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+    const qs = params.toString();
+    return (await this.call<CardPage>('GET', `/v1/cards${qs ? `?${qs}` : ''}`)).body;
+  }
+
+  /**
+   * Every page of a listing, one request each, until the last (or until the loop breaks). Each card
+   * comes once, in one listing's snapshot (the first page's `snapshotAt`): see README, `GET /v1/cards`.
+   */
+  async *pages(query: Omit<CardListQueryInput, 'cursor'> = {}): AsyncGenerator<CardPage, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.list({ ...query, ...(cursor !== undefined ? { cursor } : {}) });
+      yield page;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /** The cards of every page of a listing, one by one. */
+  async *cards(query: Omit<CardListQueryInput, 'cursor'> = {}): AsyncGenerator<CardSummary, void, undefined> {
+    for await (const page of this.pages(query)) yield* page.cards;
   }
 
   async lanes(): Promise<LaneStatus[]> {

@@ -80,6 +80,25 @@ describe('@lanes/client against a real stack', () => {
     await expect(client.cancel('no-such-card')).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
   });
 
+  it('lists cards a page at a time and through its iterators, each card once; retry is refused for a done card with CARD_STATE', async () => {
+    await client.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ id: `sdk-l${i}`, lane: 'sdk', title: `l${i}` })));
+    for (let i = 0; i < 5; i++) await waitFor(`sdk-l${i} done`, async () => (await client.get(`sdk-l${i}`)).state === 'done');
+    const first = await client.list({ lane: 'sdk', state: 'done', limit: 2 });
+    expect(first.cards).toHaveLength(2);
+    expect(first.nextCursor).toBeDefined();
+    const pages = [];
+    for await (const page of client.pages({ lane: 'sdk', state: 'done', limit: 2 })) pages.push(page);
+    expect(pages.length).toBeGreaterThanOrEqual(3);
+    const ids: string[] = [];
+    for await (const card of client.cards({ lane: 'sdk', state: 'done', limit: 2 })) ids.push(card.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(expect.arrayContaining(['sdk-l0', 'sdk-l1', 'sdk-l2', 'sdk-l3', 'sdk-l4']));
+    expect(ids).toEqual(pages.flatMap((p) => p.cards.map((c) => c.id)));
+    await expect(client.list({ lane: 'sdk', limit: 500 })).rejects.toMatchObject({ status: 400, code: 'QUERY_INVALID', issues: [{ path: 'limit' }] });
+    await expect(client.list({ lane: 'nope' })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    await expect(client.retry('sdk-l0', 'again')).rejects.toMatchObject({ status: 409, code: 'CARD_STATE' });
+  });
+
   it('lists lanes', async () => {
     const lanes = await client.lanes();
     expect(lanes.map((l) => l.name)).toEqual(['sdk']);

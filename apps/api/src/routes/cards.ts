@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import {
+  CardListQuerySchema,
   CardValidationError,
+  RetryBodySchema,
   UnblockBodySchema,
   defaults,
   evaluateCallbackTarget,
@@ -112,6 +115,41 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     return reply.code(anyCreated ? 202 : 200).send({ cards: results.map((r) => ({ id: r.id, state: r.state, created: r.created })) });
   });
 
+  // Newest update first, one page per request (CardList in @lanes/queue: O(page), and what paging
+  // guarantees while cards move). A lane outside the token's scope is 404 by name, and never listed.
+  app.get('/v1/cards', async (request) => {
+    const parsed = CardListQuerySchema.safeParse(request.query ?? {});
+    if (!parsed.success) {
+      // An unknown parameter is named as the field it is (a typo such as ?status= must not list everything).
+      const issues = parsed.error.issues.flatMap((issue): ValidationIssue[] =>
+        issue.code === 'unrecognized_keys'
+          ? issue.keys.map((key) => ({ path: key, message: 'is not a parameter of GET /v1/cards (lane, state, blockedReason, updatedSince, limit, cursor)' }))
+          : toIssues(new z.ZodError([issue])),
+      );
+      throw new ApiError(400, 'QUERY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
+    }
+    const q = parsed.data;
+    if (q.lane !== undefined && (!queues.lane(q.lane) || !inScope(request.principal, q.lane))) throw notFound(`lane ${q.lane}`);
+    const lanes =
+      q.lane !== undefined
+        ? [q.lane]
+        : queues
+            .all()
+            .map((queue) => queue.name)
+            .filter((lane) => inScope(request.principal, lane));
+    const out = await store.page({
+      lanes,
+      limit: q.limit,
+      ...(q.lane !== undefined ? { lane: q.lane } : {}),
+      ...(q.state !== undefined ? { state: q.state } : {}),
+      ...(q.blockedReason !== undefined ? { blockedReason: q.blockedReason } : {}),
+      ...(q.updatedSince !== undefined ? { updatedSinceMs: Date.parse(q.updatedSince) } : {}),
+      ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+    });
+    if (!out.ok) throw new ApiError(400, 'QUERY_INVALID', `${out.issue}: ${out.message}`, [{ path: out.issue, message: out.message }]);
+    return out.page;
+  });
+
   app.get<{ Params: { id: string } }>('/v1/cards/:id', async (request) => {
     const record = await store.get(request.params.id);
     if (!record || !inScope(request.principal, record.lane)) throw notFound(`card ${request.params.id}`);
@@ -121,6 +159,17 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   app.post<{ Params: { id: string } }>('/v1/cards/:id/cancel', async (request, reply) => {
     await assertVisible(request);
     const out = await queues.cancel(request.params.id);
+    if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
+    return reply.code(202).send({ id: request.params.id, state: out.state });
+  });
+
+  // A failed or cancelled card queued again (LaneQueues.retry): 409 CARD_STATE from any other state,
+  // 409 CARD_BUSY while a run is still ending its job.
+  app.post<{ Params: { id: string } }>('/v1/cards/:id/retry', async (request, reply) => {
+    await assertVisible(request);
+    const parsed = RetryBodySchema.safeParse(request.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid retry body', toIssues(parsed.error));
+    const out = await queues.retry(request.params.id, parsed.data.reason);
     if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
     return reply.code(202).send({ id: request.params.id, state: out.state });
   });
