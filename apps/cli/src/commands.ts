@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CardInput } from '@lanes/contracts';
+import type { CardInput, CardListQueryInput, CardSummary } from '@lanes/contracts';
 import type { LanesClient } from '@lanes/client';
 import { table } from './table.js';
 
@@ -74,8 +74,37 @@ export async function lanesCommand(client: LanesClient, print: Print): Promise<n
   return 0;
 }
 
-export async function cardAction(client: LanesClient, action: 'cancel' | 'unblock', id: string, note: string | undefined, print: Print): Promise<number> {
-  const body = action === 'cancel' ? await client.cancel(id) : await client.unblock(id, note);
+/** `lanes cards`: a page of cards as a table, newest update first; `--all` follows every page. */
+export async function cardsCommand(client: LanesClient, flags: Record<string, string | boolean | undefined>, print: Print): Promise<number> {
+  const str = (key: string) => (typeof flags[key] === 'string' ? (flags[key] as string) : undefined);
+  // The API validates each value and names a bad one (a state that is none, a limit over 200).
+  const query = Object.fromEntries(
+    Object.entries({ lane: str('lane'), state: str('state'), blockedReason: str('blocked-reason'), updatedSince: str('since'), limit: str('limit') }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  ) as Omit<CardListQueryInput, 'cursor'>;
+  const rows: CardSummary[] = [];
+  let next: string | undefined;
+  if (flags.all === true) {
+    for await (const card of client.cards(query)) rows.push(card);
+  } else {
+    const cursor = str('cursor');
+    const page = await client.list({ ...query, ...(cursor ? { cursor } : {}) });
+    rows.push(...page.cards);
+    next = page.nextCursor;
+  }
+  print(
+    table(
+      ['card', 'lane', 'state', 'reason', 'attempts', 'updated', 'title'],
+      rows.map((c) => [c.id, c.lane, c.state, c.blockedReason ?? c.failedReason, c.attempts, c.updatedAt, c.title]),
+    ),
+  );
+  if (next) print(`\nmore: add --cursor ${next} (or list them all with --all)`);
+  return 0;
+}
+
+export async function cardAction(client: LanesClient, action: 'cancel' | 'unblock' | 'retry', id: string, note: string | undefined, print: Print): Promise<number> {
+  const body = action === 'cancel' ? await client.cancel(id) : action === 'unblock' ? await client.unblock(id, note) : await client.retry(id, note);
   print(table(['card', 'state'], [[body.id, body.state]]));
   return 0;
 }

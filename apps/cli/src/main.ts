@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, LanesError } from '@lanes/contracts';
 import { LanesClient, LanesUnreachableError } from '@lanes/client';
-import { cardAction, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
+import { cardAction, cardsCommand, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
 import { createLogger } from './logger.js';
 import { tailCommand, watchCommand } from './tail.js';
 import { up } from './up.js';
@@ -16,6 +16,9 @@ const USAGE = `usage: lanes <command> [options]
   tail [--lane L] [--card ID]       follow events as lines until Ctrl-C; resumes after a disconnect
   cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
   unblock CARD_ID [--note TEXT]     release a needs-human card
+  retry CARD_ID [--reason TEXT]     queue a failed or cancelled card again (history kept, attempts reset)
+  cards [--lane L] [--state S] [--blocked-reason R] [--since ISO] [--limit N] [--cursor C | --all]
+                                    cards as a table, newest update first; a page (50) or --all
   lanes                             lanes, slots, sandboxes, breakers
   bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale, memory) and print figures;
                                     OPTIONS after -- go to the named benchmark (e.g. bench enqueue -- --rounds 5)
@@ -49,6 +52,13 @@ export async function main(
       repo: { type: 'string' },
       json: { type: 'string' },
       note: { type: 'string' },
+      reason: { type: 'string' },
+      state: { type: 'string' },
+      'blocked-reason': { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      all: { type: 'boolean' },
       url: { type: 'string' },
       card: { type: 'string' },
       watch: { type: 'boolean' },
@@ -96,6 +106,10 @@ export async function main(
       case 'cancel':
       case 'unblock':
         return await cardAction(client, command, needId(), values.note, print);
+      case 'retry':
+        return await cardAction(client, 'retry', needId(), values.reason, print);
+      case 'cards':
+        return await cardsCommand(client, values, print);
       case 'lanes':
         return await lanesCommand(client, print);
       case 'bench': {
