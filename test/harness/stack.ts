@@ -52,7 +52,8 @@ export async function startTestStack(
     providerFor,
     isolationOf: (lane) => registry.isolation(lane),
     // As `lanes api` does: a process without a worker or supervisor builds no provider.
-    providers: options.parts?.worker === false && options.parts?.supervisor === false ? [] : registry.all(config.lanes),
+    // The supervisor lists and reaps through the same (wrapped) providers the workers create with.
+    providers: options.parts?.worker === false && options.parts?.supervisor === false ? [] : [...new Set(config.lanes.map(providerFor))],
     port: 0,
     heartbeatIntervalMs: 500,
     ...stackOptions,
