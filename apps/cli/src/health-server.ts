@@ -8,9 +8,10 @@ export interface HealthServer {
 }
 
 /**
- * Probes for a container without the API (a `lanes worker`): GET /healthz answers 200 while the
- * process's event loop does (liveness never depends on Redis: restarting a worker because Redis
- * is away would only hand its cards around), and GET /readyz answers 200 or 503 with the reason.
+ * Probes for a container without the API (a `lanes worker` or `lanes supervisor`): GET /healthz
+ * answers 200 while the process's event loop does (liveness never depends on Redis: restarting a
+ * worker because Redis is away would only hand its cards around), and GET /readyz answers 200 or
+ * 503 with the reason.
  */
 export async function startHealthServer(opts: { port: number; host?: string; readiness: () => WorkerReadiness }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {

@@ -45,7 +45,7 @@ export interface StackOptions {
   };
   /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */
   callbackAllow?: readonly CallbackAllowRule[];
-  /** Serve worker probes (/healthz, /readyz) on this port; 0 picks a free one. Unset: none. */
+  /** Serve probes (/healthz, /readyz) on this port; 0 picks a free one. Unset: none. The worker's readiness when it runs, else the supervisor's. */
   healthPort?: number;
   /** Run only some parts (a worker container runs only the worker). */
   parts?: { api?: boolean; worker?: boolean; supervisor?: boolean };
@@ -57,7 +57,7 @@ export interface Stack {
   supervisor?: SupervisorApp;
   /** http://host:port when the API runs. */
   url?: string;
-  /** The worker probes' port, when served. */
+  /** The probes' port, when served. */
   healthPort?: number;
   stop(): Promise<void>;
 }
@@ -71,8 +71,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stack: Stack = { stop: async () => undefined };
   let apiRedis: Redis | undefined;
   let health: HealthServer | undefined;
+  let supervisorRunning = false;
 
   stack.stop = async () => {
+    supervisorRunning = false;
     // API first (stop taking cards), then the worker hands its cards back, then the supervisor.
     if (stack.api) await stack.api.close();
     if (stack.worker) await stack.worker.stop();
@@ -138,6 +140,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         callbacks: { ...options.callbacks, ...(options.callbackAllow ? { allow: options.callbackAllow } : {}) },
       });
       await stack.supervisor.start();
+      supervisorRunning = true;
+      // A supervisor without a worker (a `lanes supervisor` container) serves probes of its own:
+      // /healthz while the process answers, /readyz while it runs (started, not stopping).
+      if (options.healthPort !== undefined && !health) {
+        health = await startHealthServer({
+          port: options.healthPort,
+          readiness: () => (supervisorRunning ? { ready: true, reason: 'supervisor is running' } : { ready: false, reason: 'supervisor is stopping' }),
+        });
+        stack.healthPort = health.port;
+      }
     }
   } catch (err) {
     // A part that failed to start (a port in use, say) must not leave the others running.
