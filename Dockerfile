@@ -1,12 +1,14 @@
 # One image for every part: `lanes api`, `lanes worker`, `lanes supervisor` or `lanes up`.
 # Runs from TypeScript source through tsx (a runtime dependency), so there is no build stage to drift.
-# Node 26 is the Active LTS (20 left support in April 2026; Modal's JS SDK needs 22 or newer).
-FROM node:26-bookworm-slim
+# Node 26 is the Active LTS (20 left support in April 2026; Modal's JS SDK needs 22 or newer), on
+# Debian 13 "trixie", Node 26's default Debian: bookworm's support ends before Node 26's does.
+FROM node:26-trixie-slim
 
 # git: the demo agent and most real agents work on repositories. util-linux: `unshare` gives each
 # local sandbox its own PID namespace where the container is allowed to (it falls back otherwise).
+# tini: PID 1 (ENTRYPOINT below).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git util-linux ca-certificates \
+ && apt-get install -y --no-install-recommends git util-linux ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
@@ -35,5 +37,9 @@ ENV NODE_ENV=production \
 RUN mkdir -p /var/lib/lanes/sandboxes /app/.lanes && chown node:node /var/lib/lanes/sandboxes /app/.lanes
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]
+# tini is PID 1. It reaps every process re-parented to it (a sandbox's orphans, whose parent a
+# kill took away), and it forwards each signal to its one child, the lanes process, then exits with
+# that child's status. So `kill -TERM 1` (the worker's preStop, `docker stop`) drains lanes as before.
+# No -g: the TERM goes to lanes alone, which stops its own sandboxes in order.
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "apps/cli/bin/lanes.js"]
 CMD ["up"]

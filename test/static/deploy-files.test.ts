@@ -41,11 +41,19 @@ describe('docker-compose.yml', () => {
     expect(existsSync(join(root, agent.replace(/^\/app\//, '')))).toBe(true);
   });
 
-  it('probes the worker on the LANES_HEALTH_PORT it sets, a variable the config reads', () => {
-    const worker = compose.services.worker! as { environment?: Record<string, string>; healthcheck?: { test: string[] } };
-    const port = worker.environment!.LANES_HEALTH_PORT!;
+  it.each(['worker', 'supervisor'])('probes the %s on the LANES_HEALTH_PORT it sets, a variable the config reads', (name) => {
+    const svc = compose.services[name]! as { environment?: Record<string, string>; healthcheck?: { test: string[] } };
+    const port = svc.environment!.LANES_HEALTH_PORT!;
     expect(Object.keys(LanesEnvSchema.shape)).toContain('LANES_HEALTH_PORT');
-    expect(worker.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+    expect(svc.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+  });
+
+  it("leaves PID 1 to the image's tini: no `init: true` (a second init in front of it), no entrypoint of its own", () => {
+    for (const name of ['api', 'worker', 'supervisor']) {
+      const svc = compose.services[name]! as { init?: boolean; entrypoint?: unknown };
+      expect(svc.init, name).toBeUndefined();
+      expect(svc.entrypoint, name).toBeUndefined();
+    }
   });
 
   it('publishes every port on 127.0.0.1 only', () => {
@@ -86,7 +94,9 @@ describe('Dockerfile', () => {
     for (const ws of workspaces) expect(copies).toContain(`${ws}/package.json`);
   });
 
-  it('starts the lanes bin that exists, on the Active LTS (Node 26), within the engines range', () => {
+  it('starts the lanes bin that exists, on the Active LTS (Node 26) on Debian trixie, within the engines range', () => {
+    // Node 26's default Debian: bookworm's support ends before Node 26's does.
+    expect(dockerfile).toMatch(/^FROM node:26-trixie-slim$/m);
     const major = Number(/^FROM node:(\d+)-/m.exec(dockerfile)?.[1]);
     expect(major).toBe(26);
     const { engines } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
@@ -95,11 +105,19 @@ describe('Dockerfile', () => {
     expect(major).toBeGreaterThanOrEqual(Number(lowMajor));
     expect(major).toBeLessThan(Number(upper));
     expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(Number(lowMajor));
-    expect(dockerfile).toContain('ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]');
+    expect(dockerfile).toContain('ENTRYPOINT ["/usr/bin/tini", "--", "node", "apps/cli/bin/lanes.js"]');
     expect(existsSync(join(root, 'apps/cli/bin/lanes.js'))).toBe(true);
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     // The image installs without devDependencies and runs from source: tsx must be a runtime dependency.
     expect(pkg.dependencies.tsx).toBeDefined();
+  });
+
+  it("runs tini, Debian's package, as PID 1 in front of lanes (exec form: no shell in between)", () => {
+    const install = /^RUN apt-get update[\s\S]*?apt-get install -y --no-install-recommends ([^\\\n]+)/m.exec(dockerfile)?.[1]?.trim().split(/\s+/);
+    expect(install).toContain('tini');
+    const entrypoints = [...dockerfile.matchAll(/^ENTRYPOINT (.+)$/gm)].map((m) => JSON.parse(m[1]!) as string[]);
+    expect(entrypoints).toHaveLength(1);
+    expect(entrypoints[0]!.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
   });
 
   it('runs as the unprivileged node user, who owns only the directories lanes writes', () => {

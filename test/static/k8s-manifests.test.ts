@@ -1,11 +1,21 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1/TriggerAuthentication';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
+import { Service } from 'kubernetes-models/v1/Service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PROJECT_DIR } from '@lanes/cli';
 import { LanesEnvSchema, parseLanesConfig, type LaneConfigInput } from '@lanes/contracts';
 import { freePort, spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
+import { restrictedViolations, type PodSpec } from './pod-security.js';
 
 /** No cluster runs here: the manifests are checked against the repo, and their API paths against a running API. */
 const dir = join(PROJECT_DIR, 'deploy/k8s');
@@ -13,14 +23,22 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
 const cliMain = readFileSync(join(PROJECT_DIR, 'apps/cli/src/main.ts'), 'utf8');
 const dockerfile = readFileSync(join(PROJECT_DIR, 'Dockerfile'), 'utf8');
 
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+  periodSeconds?: number;
+  failureThreshold?: number;
+}
 interface Container {
   name: string;
   args?: string[];
   env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
   ports?: Array<{ name: string; containerPort: number }>;
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  startupProbe?: Probe;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
   lifecycle?: { preStop?: { exec?: { command: string[] } } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
 }
 // biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML, narrowed where read
 type Doc = { kind: string; apiVersion: string; metadata: { name: string; namespace?: string }; spec?: any; data?: Record<string, string> };
@@ -47,6 +65,32 @@ const trigger = scaled.spec.triggers.find((t: { type: string }) => t.type === 'm
 
 /** The `node` user of the official Node images. */
 const NODE_UID = 1000;
+/** What an idle lanes process holds resident (Node 20, tsx; `lanes api`, `worker` and `supervisor` alike, about 190 MiB) with room to work. */
+const MIN_MEMORY_BYTES = 256 * 2 ** 20;
+/** A startup probe's window (period × failures) covers a boot that waits this long for Redis. */
+const MIN_STARTUP_WINDOW_S = 120;
+
+/** A Kubernetes quantity ("512Mi", "1Gi", "250m", "2") in bytes or cores. */
+const quantity = (q: string): number => {
+  const m = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
+  if (!m) throw new Error(`not a quantity: ${q}`);
+  const scale: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  return Number(m[1]) * (m[2] ? scale[m[2]]! : 1);
+};
+/** Whether a label selector's matchLabels select these labels. */
+const selects = (matchLabels: Record<string, string>, labels: Record<string, string>): boolean => Object.entries(matchLabels).every(([k, v]) => labels[k] === v);
+
+/** Each kind the manifests use, with the schema model (kubernetes-models, @kubernetes-models/keda) that validates it. */
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'v1/Namespace': Namespace,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'apps/v1/Deployment': Deployment,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
+  'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication,
+};
 
 /** Read a GJSON path of plain dotted keys (all the manifests use) from a JSON body. */
 const atPath = (body: unknown, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], body);
@@ -123,9 +167,12 @@ describe('deploy/k8s manifests', () => {
     const TERMINATE_ALLOWANCE_MS = 30_000;
     for (const lane of config.lanes) expect(graceMs, lane.name).toBeGreaterThanOrEqual(2 * lane.killGraceMs + TERMINATE_ALLOWANCE_MS);
     const preStop = containers(worker)[0]!.lifecycle!.preStop!.exec!.command.join(' ');
-    expect(preStop).toContain('kill -TERM 1');
-    // PID 1 must be the lanes process itself (exec-form ENTRYPOINT, no shell), or the TERM misses it.
-    expect(dockerfile).toContain('ENTRYPOINT ["node", "apps/cli/bin/lanes.js"]');
+    // TERM to PID 1, then wait while PID 1 lives.
+    expect(preStop).toContain('kill -TERM 1;');
+    expect(preStop).toContain('while kill -0 1 2>/dev/null; do sleep 1; done');
+    // PID 1 is tini (exec-form ENTRYPOINT, no shell in between), whose one child is the lanes process:
+    // tini forwards the TERM to it and exits with it ('the preStop drains the lanes worker' runs this for real).
+    expect(dockerfile).toContain('ENTRYPOINT ["/usr/bin/tini", "--", "node", "apps/cli/bin/lanes.js"]');
     // …and that process drains on SIGTERM.
     expect(readFileSync(join(PROJECT_DIR, 'apps/cli/src/up.ts'), 'utf8')).toContain("process.once('SIGTERM', shutdown)");
   });
@@ -133,6 +180,15 @@ describe('deploy/k8s manifests', () => {
   it('scales the shipped lane to zero: minSlots 0, and a ScaledObject that may go to 0 replicas', () => {
     expect(config.lanes.map((l) => l.minSlots)).toEqual([0]);
     expect(scaled.spec.minReplicaCount).toBe(0);
+  });
+
+  it('sets no replicas on a Deployment a ScaledObject scales (an apply would reset the autoscaler)', () => {
+    const scaledObjects = docs.filter((d) => d.doc.kind === 'ScaledObject').map((d) => d.doc);
+    expect(scaledObjects.length).toBeGreaterThan(0);
+    for (const so of scaledObjects) {
+      const target = find('Deployment', so.spec.scaleTargetRef.name);
+      expect(target.spec, target.metadata.name).not.toHaveProperty('replicas');
+    }
   });
 
   it('points the api Service at the container port, and the ScaledObject at the Service and the worker Deployment', () => {
@@ -178,6 +234,149 @@ describe('deploy/k8s manifests', () => {
     }
     expect(worker.livenessProbe!.httpGet!.path).toBe('/healthz');
     expect(worker.readinessProbe!.httpGet!.path).toBe('/readyz');
+  });
+
+  it('validates every document against the Kubernetes and KEDA schemas (kubernetes-models)', () => {
+    for (const { file, doc } of docs) {
+      const Model = MODELS[`${doc.apiVersion}/${doc.kind}`];
+      expect(Model, `${file}: a schema for ${doc.apiVersion} ${doc.kind}`).toBeDefined();
+      expect(() => new Model!(doc as never).validate(), `${file} ${doc.kind} ${doc.metadata.name}`).not.toThrow();
+    }
+    // The check bites: a probe without a port, and a replica count that is not a number, are refused.
+    const api = structuredClone(find('Deployment', 'lanes-api'));
+    delete api.spec.template.spec.containers[0].livenessProbe.httpGet.port;
+    expect(() => new Deployment(api as never).validate()).toThrow(/port/);
+    expect(() => new ScaledObject({ ...scaled, spec: { ...scaled.spec, minReplicaCount: 'zero' } } as never).validate()).toThrow(/minReplicaCount/);
+  });
+
+  it('labels the namespace to enforce, audit and warn at Pod Security "restricted"', () => {
+    const labels = (find('Namespace', 'lanes').metadata as { labels?: Record<string, string> }).labels ?? {};
+    for (const mode of ['enforce', 'audit', 'warn']) {
+      expect(labels[`pod-security.kubernetes.io/${mode}`], mode).toBe('restricted');
+      expect(labels[`pod-security.kubernetes.io/${mode}-version`], mode).toBe('latest');
+    }
+  });
+
+  it('every Deployment\'s pod passes Pod Security "restricted"', () => {
+    for (const d of deployments) expect(restrictedViolations(d.spec.template.spec as PodSpec), d.metadata.name).toEqual([]);
+    // Each container says so itself, whatever the pod sets.
+    for (const d of deployments) {
+      for (const c of containers(d) as Array<Container & { securityContext?: unknown }>) {
+        expect(c.securityContext, `${d.metadata.name}/${c.name}`).toEqual({
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+          runAsNonRoot: true,
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+      }
+    }
+  });
+
+  it.each<[string, (pod: PodSpec & { securityContext: Record<string, unknown> }, c: Record<string, unknown> & { securityContext: Record<string, unknown> }) => void, RegExp]>([
+    ['a privileged container', (_p, c) => (c.securityContext.privileged = true), /^privileged/],
+    ['privilege escalation left on', (_p, c) => delete c.securityContext.allowPrivilegeEscalation, /^allowPrivilegeEscalation/],
+    ['capabilities not dropped', (_p, c) => (c.securityContext.capabilities = { drop: ['NET_RAW'] }), /must drop ALL/],
+    ['a capability added', (_p, c) => (c.securityContext.capabilities = { drop: ['ALL'], add: ['SYS_ADMIN'] }), /adds SYS_ADMIN/],
+    [
+      'no seccomp profile anywhere',
+      (p, c) => {
+        delete c.securityContext.seccompProfile;
+        delete p.securityContext.seccompProfile;
+      },
+      /^seccompProfile/,
+    ],
+    ['an Unconfined seccomp profile', (_p, c) => (c.securityContext.seccompProfile = { type: 'Unconfined' }), /^seccompProfile/],
+    [
+      'root allowed',
+      (p, c) => {
+        delete c.securityContext.runAsNonRoot;
+        delete p.securityContext.runAsNonRoot;
+      },
+      /^runAsNonRoot/,
+    ],
+    ['uid 0', (p) => (p.securityContext.runAsUser = 0), /^runAsUser/],
+    ['the host network', (p) => (p.hostNetwork = true), /hostNetwork/],
+    ['a hostPath volume', (p) => p.volumes!.push({ name: 'host', hostPath: { path: '/' } }), /hostPath/],
+    ['a host port', (_p, c) => (c.ports = [{ name: 'x', containerPort: 1, hostPort: 8080 }]), /^hostPorts/],
+  ])('the restricted check refuses %s', (_name, mutate, violation) => {
+    const pod = structuredClone(find('Deployment', 'lanes-worker').spec.template.spec);
+    mutate(pod, pod.containers[0]);
+    expect(restrictedViolations(pod)).toEqual([expect.stringMatching(violation)]);
+  });
+
+  it('mounts no service-account token in any pod: lanes never calls the Kubernetes API', () => {
+    for (const d of deployments) expect(d.spec.template.spec.automountServiceAccountToken, d.metadata.name).toBe(false);
+  });
+
+  it('gives every container cpu and memory requests and a memory limit equal to its request, above what an idle lanes process holds', () => {
+    for (const d of deployments) {
+      for (const c of containers(d)) {
+        const where = `${d.metadata.name}/${c.name}`;
+        const { requests = {}, limits = {} } = c.resources ?? {};
+        expect(quantity(requests.cpu ?? '0'), `${where} cpu request`).toBeGreaterThan(0);
+        expect(quantity(requests.memory ?? '0'), `${where} memory request`).toBeGreaterThanOrEqual(MIN_MEMORY_BYTES);
+        // Request = limit: never overcommitted, so never the first evicted; and no CPU limit (the manifests say why).
+        expect(limits.memory, `${where} memory limit`).toBe(requests.memory);
+        expect(limits, where).not.toHaveProperty('cpu');
+      }
+    }
+  });
+
+  it('bounds every emptyDir, the sandboxes one included, with a sizeLimit', () => {
+    const worker = find('Deployment', 'lanes-worker');
+    const volumes = worker.spec.template.spec.volumes as Array<{ name: string; emptyDir?: { sizeLimit?: string } }>;
+    const sandboxDir = containers(worker)[0]!.env!.find((e) => e.name === 'LANES_SANDBOX_DIR')!.value;
+    const mount = containers(worker)[0]!.volumeMounts!.find((m) => m.mountPath === sandboxDir)!;
+    expect(volumes.find((v) => v.name === mount.name)?.emptyDir?.sizeLimit).toBeDefined();
+    for (const d of deployments) {
+      for (const v of (d.spec.template.spec.volumes ?? []) as typeof volumes) {
+        if (v.emptyDir) expect(quantity(v.emptyDir.sizeLimit ?? '0'), `${d.metadata.name}: ${v.name}`).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it("gives every container a startup probe on its liveness probe's endpoint, long enough for a boot that waits on Redis", () => {
+    for (const d of deployments) {
+      for (const c of containers(d)) {
+        const where = `${d.metadata.name}/${c.name}`;
+        expect(c.startupProbe?.httpGet, where).toEqual(c.livenessProbe?.httpGet);
+        expect(c.livenessProbe?.httpGet, where).toBeDefined();
+        expect((c.startupProbe!.periodSeconds ?? 10) * (c.startupProbe!.failureThreshold ?? 3), where).toBeGreaterThanOrEqual(MIN_STARTUP_WINDOW_S);
+      }
+    }
+  });
+
+  it('runs one supervisor at a time (Recreate), probed on the LANES_HEALTH_PORT it sets', () => {
+    const d = find('Deployment', 'lanes-supervisor');
+    expect(d.spec.replicas).toBe(1);
+    expect(d.spec.strategy).toEqual({ type: 'Recreate' });
+    const c = containers(d)[0]!;
+    const port = Number(c.env!.find((e) => e.name === 'LANES_HEALTH_PORT')!.value);
+    for (const probe of [c.startupProbe!, c.livenessProbe!, c.readinessProbe!]) expect(c.ports!.find((p) => p.name === probe.httpGet!.port)?.containerPort).toBe(port);
+    expect(c.livenessProbe!.httpGet!.path).toBe('/healthz');
+    expect(c.readinessProbe!.httpGet!.path).toBe('/readyz');
+  });
+
+  it("admits only lanes' own pods (and Redis' own) to Redis: nothing off the cluster, where Modal agents run", () => {
+    const policies = docs.filter((d) => d.doc.kind === 'NetworkPolicy').map((d) => d.doc);
+    const redis = policies.find((p) => p.spec.podSelector.matchLabels?.['app.kubernetes.io/name'] === 'redis');
+    expect(redis, 'a NetworkPolicy selecting the Redis pods').toBeDefined();
+    expect(redis!.spec.policyTypes).toEqual(['Ingress']);
+    const from = (redis!.spec.ingress as Array<{ from: Array<Record<string, unknown>> }>).flatMap((r) => r.from);
+    // Pods of this namespace only: no ipBlock (off the cluster), no namespaceSelector (other namespaces).
+    for (const peer of from) expect(Object.keys(peer)).toEqual(['podSelector']);
+    const peers = from.map((p) => (p.podSelector as { matchLabels: Record<string, string> }).matchLabels);
+    for (const d of deployments)
+      expect(
+        peers.some((m) => selects(m, d.spec.template.metadata.labels)),
+        d.metadata.name,
+      ).toBe(true);
+    expect(peers.filter((m) => !deployments.some((d) => selects(m, d.spec.template.metadata.labels)))).toEqual([redis!.spec.podSelector.matchLabels]);
+    const ports = (redis!.spec.ingress as Array<{ ports: Array<{ port: number }> }>).flatMap((r) => r.ports.map((p) => p.port)).sort((a, b) => a - b);
+    // Redis, and its Sentinels when REDIS_URL is redis+sentinel://.
+    expect(ports).toEqual([6379, 26379]);
+    // The Secret's example redis-url names the Service the policy's comment says to label.
+    expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).toContain("redis-url='redis://:PASSWORD@redis:6379'");
   });
 
   it("runs every pod as a non-root user, the image's own", () => {
@@ -293,5 +492,138 @@ describe('deploy/k8s worker probes against a running lanes worker', () => {
     });
     expect(seen).toBe('not-ready');
     await exited;
+  });
+});
+
+/** The manifests' own lanes, on the local provider: the probes answer the same whatever a lane's provider is, and no Modal account is reached from here. */
+const localLanes = (): LaneConfigInput[] =>
+  (JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes as LaneConfigInput[]).map(({ files: _files, image: _image, ...lane }) => ({
+    ...lane,
+    provider: 'local' as const,
+    agent: ['true'],
+  }));
+const LANES_BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
+const exitOf = (child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve({ code: child.exitCode, signal: child.signalCode })
+    : new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+
+describe('deploy/k8s supervisor probes against a running lanes supervisor', () => {
+  let redis: TestRedis;
+  let dir: string;
+  let child: ChildProcess | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-k8s-supervisor-'));
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exitOf(child);
+    }
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers the startup, liveness and readiness probe paths of the supervisor Deployment on LANES_HEALTH_PORT, and exits 0 on SIGTERM', async () => {
+    const c = containers(find('Deployment', 'lanes-supervisor'))[0]!;
+    const port = await freePort();
+    const config = join(dir, 'lanes.json');
+    writeFileSync(config, JSON.stringify({ lanes: localLanes() }));
+    child = spawn(process.execPath, [LANES_BIN, 'supervisor', '--config', config], {
+      env: { ...process.env, REDIS_URL: redis.url, LANES_SANDBOX_DIR: join(dir, 'sandboxes'), LANES_LOG_LEVEL: 'silent', LANES_HEALTH_PORT: String(port) },
+      stdio: 'ignore',
+    });
+    const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`).catch(() => undefined);
+    const ready = await waitFor('the supervisor readiness probe to answer 200', async () => {
+      const res = await get(c.readinessProbe!.httpGet!.path);
+      return res?.status === 200 ? ((await res.json()) as { status: string; reason: string }) : undefined;
+    });
+    expect(ready).toEqual({ status: 'ready', reason: 'supervisor is running' });
+    for (const probe of [c.startupProbe!, c.livenessProbe!]) expect((await get(probe.httpGet!.path))?.status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toEqual({ code: 0, signal: null });
+  });
+});
+
+/**
+ * The worker's preStop, run for real against tini as PID 1: a `lanes worker` under tini in a PID
+ * namespace of its own (as in the container), and the manifest's preStop command entered into that
+ * namespace. It needs root (unshare --pid, nsenter) and Debian's tini, as the image has it.
+ */
+const TINI = '/usr/bin/tini';
+const inCi = process.env.CI === 'true' || process.env.CI === '1';
+const canRunInit = process.getuid?.() === 0 && existsSync(TINI);
+// Locally a machine without them skips, and says why; in CI the test runs and fails without them.
+const skipInit = !canRunInit && !inCi;
+if (skipInit) console.warn(`preStop-through-tini test skipped: needs root and ${TINI} (apt install tini); under CI=true it fails instead`);
+
+describe.skipIf(skipInit)('deploy/k8s worker preStop through tini as PID 1', () => {
+  let redis: TestRedis;
+  let dir: string;
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-k8s-tini-'));
+  });
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await Promise.all(children.map(exitOf));
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the preStop's TERM to PID 1 reaches the lanes worker through tini: it drains and exits 0, and tini exits with it", async () => {
+    const c = containers(find('Deployment', 'lanes-worker'))[0]!;
+    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
+    expect(entrypoint.slice(0, 2)).toEqual([TINI, '--']);
+    const port = await freePort();
+    const config = join(dir, 'lanes.json');
+    writeFileSync(config, JSON.stringify({ lanes: localLanes() }));
+    // The image's ENTRYPOINT as PID 1 of a new PID namespace with its own /proc (as a container has), with the repo's lanes.js for the image's path.
+    const argv = [...entrypoint.slice(0, 2), process.execPath, LANES_BIN, 'worker', '--config', config];
+    const container = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', ...argv], {
+      env: {
+        ...process.env,
+        REDIS_URL: redis.url,
+        LANES_SANDBOX_DIR: join(dir, 'sandboxes'),
+        LANES_LOG_LEVEL: 'silent',
+        LANES_HEALTH_PORT: String(port),
+        LANES_HEARTBEAT_INTERVAL_MS: '200',
+      },
+      stdio: 'ignore',
+    });
+    children.push(container);
+    const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`).catch(() => undefined);
+    await waitFor('the worker readiness probe to answer 200', async () => (await get(c.readinessProbe!.httpGet!.path))?.status === 200, { timeoutMs: 30_000 });
+    // unshare's one child is tini, PID 1 inside; tini's one child is the lanes worker, PID 2.
+    const childrenOf = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const [tini] = childrenOf(container.pid!);
+    const nsPid = (pid: number) =>
+      /^NSpid:\s+(.*)$/m
+        .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!
+        .split(/\s+/)
+        .map(Number);
+    expect(readFileSync(`/proc/${tini}/cmdline`, 'utf8').split('\0')[0]).toBe(TINI);
+    expect(nsPid(tini!).at(-1)).toBe(1);
+    const [lanes] = childrenOf(tini!);
+    expect(readFileSync(`/proc/${lanes}/cmdline`, 'utf8')).toContain(LANES_BIN);
+
+    // The manifest's preStop, run inside the container's PID namespace, as the kubelet runs it.
+    const preStop = spawn('nsenter', ['--target', String(tini), '--pid', '--', ...c.lifecycle!.preStop!.exec!.command], { stdio: 'ignore' });
+    children.push(preStop);
+    const seen = await waitFor('readiness 503 while draining, or the exit', async () => {
+      if (container.exitCode !== null) return 'exited';
+      return (await get('/readyz'))?.status === 503 ? 'not-ready' : undefined;
+    });
+    // An idle worker drains in tens of ms, so the 503 may come and go between two polls; when it is
+    // seen, the preStop is still waiting on PID 1.
+    if (seen === 'not-ready') expect(preStop.exitCode).toBeNull();
+    // tini exits with the worker's status. 0 is the drain's own exit: a TERM that reached no handler
+    // would have killed node, and tini would exit 143.
+    expect(await exitOf(container)).toEqual({ code: 0, signal: null });
+    // The preStop ends with PID 1: its loop saw PID 1 gone (exit 0), or it went with the namespace (SIGKILL), as in a container.
+    const ended = await exitOf(preStop);
+    expect(ended.code === 0 || ended.signal === 'SIGKILL', JSON.stringify(ended)).toBe(true);
   });
 });
