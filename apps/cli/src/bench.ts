@@ -10,6 +10,7 @@ const BENCHES: Record<string, string> = {
   enqueue: 'bench/enqueue.ts',
   scale: 'bench/scale.ts',
   memory: 'bench/memory.ts',
+  list: 'bench/card-list.ts',
 };
 
 /**
