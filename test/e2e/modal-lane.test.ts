@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
 import { ModalProvider } from '@lanes/sandbox';
-import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
+import { startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 /**
@@ -16,7 +16,13 @@ import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } f
  */
 const SUSPECT_AGENT = 'sleep 1; kill -KILL $$';
 
-describe('a lane on the Modal provider (real SDK, local server)', () => {
+/** The server's Modal-like default, and the other form of each router behaviour (docs/modal.md). */
+const MODES: ReadonlyArray<[string, ModalServerOptions]> = [
+  ['default: finished task NOT_FOUND, running command ends 137', {}],
+  ['finished task UNAVAILABLE, running command ends as an error', { router: { finishedTaskCode: Status.UNAVAILABLE, execsAtTaskEnd: 'error' } }],
+];
+
+describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)', (_mode, serverOptions) => {
   let redis: TestRedis;
   let server: LocalModalServer;
   let t: TestStack;
@@ -39,7 +45,7 @@ describe('a lane on the Modal provider (real SDK, local server)', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    server = await startModalServer();
+    server = await startModalServer(serverOptions);
     t = await startTestStack(
       redis.url,
       [
