@@ -3,7 +3,6 @@ import {
   closeSync,
   constants,
   fchownSync,
-  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -14,7 +13,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
