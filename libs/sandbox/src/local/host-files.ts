@@ -1,18 +1,4 @@
-import {
-  chownSync,
-  closeSync,
-  constants,
-  fchownSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmdirSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
