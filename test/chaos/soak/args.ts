@@ -34,6 +34,18 @@ export const SoakArgsSchema = z
     partitions: Int(0).optional(),
     createFailureWindows: Int(0).optional(),
     cancels: Int(0).optional(),
+    /**
+     * Sentinel failovers (kill -9 of the primary, a replica promoted). With any, the soak's Redis is
+     * a Sentinel group (primary, replica, three sentinels) and every stack process connects through
+     * the sentinels. Not scaled with the run: 0 unless given.
+     */
+    failovers: Int(0).default(0),
+    /**
+     * The sentinels' `down-after-milliseconds` (with failovers). Unset: 1 s, or the outage plus 4 s
+     * when Redis kills are planned too, so that a Redis kill (the primary down for --outage-ms and
+     * restarted from its AOF) stays a restart and is not turned into a failover (see `checkSentinelArgs`).
+     */
+    downAfterMs: Int(100).optional(),
     /** Creates that fail in one window (the breaker opens at 5 by default). */
     createFailures: Int(1).default(3),
     netns: z.enum(['auto', 'on', 'off']).default('auto'),
@@ -64,6 +76,8 @@ const FLAGS = [
   'partitions',
   'create-failure-windows',
   'cancels',
+  'failovers',
+  'down-after-ms',
   'create-failures',
   'netns',
 ] as const;
@@ -75,6 +89,12 @@ export const USAGE = `usage: npm run chaos -- [--cards N (200)] [--minutes M (3)
   --work-min-ms (500) --work-max-ms (3000)   agent work per run
   --settle-seconds (120)   after the last fault, cards still not terminal count as lost
   --sandbox-kills --worker-kills --drains --redis-kills --partitions --create-failure-windows --cancels N
+  --failovers N (0)   Sentinel failovers: with any, Redis is a primary, a replica and 3 sentinels,
+                      the stack connects through them, and each failover kill -9s the primary
+                      (the replica is promoted; the old primary comes back as a replica of it)
+  --down-after-ms (1000, or outage + 4000 with --redis-kills)   the sentinels' down-after-milliseconds;
+                      with Redis kills it must exceed --outage-ms by 2000, so a Redis kill (the primary
+                      restarted from its AOF) is a restart, not a failover
   --create-failures N (3)  creates that fail in one window
   --netns auto|on|off (auto)   workers in their own network namespaces
   --json   print the result as JSON too     --keep   keep the run directory`;
@@ -99,7 +119,42 @@ export function parseSoakArgs(argv: readonly string[]): SoakArgs {
     const issues = parsed.error.issues.map((i) => `--${String(i.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`);
     throw new SoakUsageError(issues.join('; '));
   }
+  checkSentinelArgs(parsed.data);
   return parsed.data;
+}
+
+/** A Redis kill restarts the primary this long before the sentinels would judge it down, at least. */
+export const RESTART_BEFORE_DOWN_AFTER_MS = 2_000;
+/** The default margin of `down-after-milliseconds` over the outage when both faults are planned. */
+const DEFAULT_DOWN_AFTER_MARGIN_MS = 4_000;
+/** Sentinel's down-after for a soak with failovers and no Redis kills: a failover in about 2-3 s. */
+const DEFAULT_DOWN_AFTER_MS = 1_000;
+
+/**
+ * The sentinels' `down-after-milliseconds` for this run. A Redis kill under Sentinel kills the
+ * primary and restarts it from its AOF on its port after the outage; if the sentinels judged it down
+ * meanwhile they would promote the replica and the restarted node would be demoted, so the Redis
+ * kill would be a second kind of failover. With Redis kills planned, down-after is therefore the
+ * outage plus a margin, and a failover takes that long to start (plus an election, a second or two).
+ */
+export function downAfterMsOf(a: SoakArgs): number {
+  if (a.downAfterMs !== undefined) return a.downAfterMs;
+  return resolveCounts(a).redisKills > 0 ? a.outageMs + DEFAULT_DOWN_AFTER_MARGIN_MS : DEFAULT_DOWN_AFTER_MS;
+}
+
+/** Refuses a down-after that would turn the run's Redis kills into failovers. */
+export function checkSentinelArgs(a: SoakArgs): void {
+  if (a.failovers === 0) {
+    if (a.downAfterMs !== undefined) throw new SoakUsageError('--down-after-ms: only with --failovers (without them there are no sentinels)');
+    return;
+  }
+  const kills = resolveCounts(a).redisKills;
+  const downAfter = downAfterMsOf(a);
+  if (kills > 0 && downAfter < a.outageMs + RESTART_BEFORE_DOWN_AFTER_MS) {
+    throw new SoakUsageError(
+      `--down-after-ms: ${downAfter} ms would let the sentinels fail over during a Redis kill (the primary is down ${a.outageMs} ms, then restarted from its AOF as primary); give at least --outage-ms + ${RESTART_BEFORE_DOWN_AFTER_MS} (${a.outageMs + RESTART_BEFORE_DOWN_AFTER_MS}), or --redis-kills 0`,
+    );
+  }
 }
 
 export class SoakUsageError extends Error {}
@@ -113,11 +168,13 @@ export interface FaultCounts {
   partitions: number;
   createFailureWindows: number;
   cancels: number;
+  failovers: number;
 }
 
 /**
  * Counts not given on the command line scale with the run: one sandbox kill per 20 cards (the
- * acceptance run's 100 for 2,000), one cancel per 50 cards, and at least one of every other fault.
+ * acceptance run's 100 for 2,000), one cancel per 50 cards, and at least one of every other fault
+ * but failovers, which happen only when asked for (they need a Sentinel group).
  */
 export function resolveCounts(a: SoakArgs): FaultCounts {
   const minutes = a.minutes;
@@ -129,5 +186,6 @@ export function resolveCounts(a: SoakArgs): FaultCounts {
     partitions: a.partitions ?? 1,
     createFailureWindows: a.createFailureWindows ?? 1,
     cancels: a.cancels ?? Math.max(1, Math.round(a.cards / 50)),
+    failovers: a.failovers,
   };
 }

@@ -2,7 +2,9 @@ import type { FaultCounts, SoakArgs } from './args.js';
 import { seededRandom, shuffle } from './rng.js';
 
 /** Faults that disturb the whole fleet run one at a time, in their own stretch of the run. */
-export type FleetFaultKind = 'worker-kill' | 'worker-drain' | 'redis-kill' | 'partition' | 'create-failures';
+export type FleetFaultKind = 'worker-kill' | 'worker-drain' | 'redis-kill' | 'partition' | 'create-failures' | 'failover';
+/** Fleet faults aimed at Redis rather than at a worker. */
+export const REDIS_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>(['redis-kill', 'failover']);
 export type FaultKind = FleetFaultKind | 'sandbox-kill' | 'cancel';
 
 export interface PlannedFault {
@@ -59,6 +61,7 @@ export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'wo
       ...Array<FleetFaultKind>(counts.redisKills).fill('redis-kill'),
       ...Array<FleetFaultKind>(counts.partitions).fill('partition'),
       ...Array<FleetFaultKind>(counts.createFailureWindows).fill('create-failures'),
+      ...Array<FleetFaultKind>(counts.failovers).fill('failover'),
     ],
     random,
   );
@@ -72,7 +75,7 @@ export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'wo
     // The first third of its stretch, so the fault has the rest to play out before the next one.
     atMs: Math.round(from + i * stretch + random() * stretch * 0.33),
     pick: random(),
-    ...(kind === 'redis-kill' ? {} : { worker: (firstWorker + aimed++) % args.workers }),
+    ...(REDIS_FAULTS.has(kind) ? {} : { worker: (firstWorker + aimed++) % args.workers }),
   }));
   // Sandbox kills and cancels need busy slots and queued cards: they fall while cards still arrive.
   const cardSpan = runMs * (ENQUEUE_SPAN - FAULT_FROM);

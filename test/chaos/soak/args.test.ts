@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { checkSentinelArgs, downAfterMsOf, parseSoakArgs, resolveCounts, SoakUsageError } from './args.js';
+
+describe('parseSoakArgs: --failovers and --down-after-ms', () => {
+  it('has no failover unless asked for, however long the run', () => {
+    const a = parseSoakArgs(['--cards', '2000', '--minutes', '18']);
+    expect(a.failovers).toBe(0);
+    expect(resolveCounts(a).failovers).toBe(0);
+  });
+
+  it('takes a failover count, and a down-after only with failovers', () => {
+    expect(resolveCounts(parseSoakArgs(['--failovers', '2'])).failovers).toBe(2);
+    expect(() => parseSoakArgs(['--down-after-ms', '5000'])).toThrow(/--down-after-ms: only with --failovers/);
+    expect(() => parseSoakArgs(['--failovers=-1'])).toThrow(SoakUsageError);
+  });
+
+  it('keeps a Redis kill a restart: down-after defaults to the outage plus 4 s when Redis kills are planned, else 1 s', () => {
+    // The acceptance run: 2 Redis kills of 6 s and a failover.
+    expect(downAfterMsOf(parseSoakArgs(['--failovers', '1', '--redis-kills', '2', '--outage-ms', '6000']))).toBe(10_000);
+    // Redis kills unset still scale to at least one.
+    expect(downAfterMsOf(parseSoakArgs(['--failovers', '1', '--outage-ms', '3000']))).toBe(7_000);
+    expect(downAfterMsOf(parseSoakArgs(['--failovers', '1', '--redis-kills', '0']))).toBe(1_000);
+    expect(downAfterMsOf(parseSoakArgs(['--failovers', '1', '--redis-kills', '0', '--down-after-ms', '2500']))).toBe(2_500);
+  });
+
+  it('refuses a down-after that would let the sentinels fail over during a Redis kill, naming the flag and the least it takes', () => {
+    expect(() => parseSoakArgs(['--failovers', '1', '--redis-kills', '1', '--outage-ms', '6000', '--down-after-ms', '7999'])).toThrow(
+      /--down-after-ms: 7999 ms would let the sentinels fail over during a Redis kill .* at least --outage-ms \+ 2000 \(8000\), or --redis-kills 0/,
+    );
+    expect(() => parseSoakArgs(['--failovers', '1', '--redis-kills', '1', '--outage-ms', '6000', '--down-after-ms', '8000'])).not.toThrow();
+    expect(() => checkSentinelArgs(parseSoakArgs(['--failovers', '1', '--redis-kills', '0', '--down-after-ms', '100']))).not.toThrow();
+  });
+});
