@@ -56,6 +56,14 @@ export function runsOf(records: readonly LedgerRecord[]): Map<string, Run[]> {
   return byCard;
 }
 
+/** One piece of evidence that a card ran in two places at once, and when the overlap was. */
+export interface Overlap {
+  why: string;
+  /** The overlap's span as the ledger shows it: a met live run is one moment, an interval overlap its span. */
+  fromMs: number;
+  toMs: number;
+}
+
 /**
  * Cards that ran in two places at once, by two rules:
  * - proof: a run met another live run of the same card (a `concurrent` record; see agent.mjs for
@@ -64,11 +72,12 @@ export function runsOf(records: readonly LedgerRecord[]): Map<string, Run[]> {
  *   no end has no known end, so it is left to the first rule rather than guessed at (guessing "it
  *   ran until the next start" would call every sandbox kill a concurrent run).
  */
-export function concurrentCards(records: readonly LedgerRecord[]): Map<string, string[]> {
-  const found = new Map<string, string[]>();
-  const note = (card: string, why: string) => found.set(card, [...(found.get(card) ?? []), why]);
+export function overlapsOf(records: readonly LedgerRecord[]): Map<string, Overlap[]> {
+  const found = new Map<string, Overlap[]>();
+  const note = (card: string, o: Overlap) => found.set(card, [...(found.get(card) ?? []), o]);
   for (const r of records) {
-    if (r.type === 'concurrent') note(r.card, `run ${r.run} in ${r.sandbox} met live run ${r.other.run} in ${r.other.sandbox ?? '?'} (${r.phase})`);
+    if (r.type === 'concurrent')
+      note(r.card, { why: `run ${r.run} in ${r.sandbox} met live run ${r.other.run} in ${r.other.sandbox ?? '?'} (${r.phase})`, fromMs: r.at, toMs: r.at });
   }
   for (const [card, runs] of runsOf(records)) {
     const ended = runs.filter((r) => r.endMs !== undefined).sort((a, b) => a.startMs - b.startMs);
@@ -76,9 +85,14 @@ export function concurrentCards(records: readonly LedgerRecord[]): Map<string, s
       for (let j = i + 1; j < ended.length; j++) {
         const a = ended[i]!;
         const b = ended[j]!;
-        if (b.startMs < a.endMs!) note(card, `runs ${a.run} and ${b.run} overlap by ${a.endMs! - b.startMs} ms`);
+        if (b.startMs < a.endMs!) note(card, { why: `runs ${a.run} and ${b.run} overlap by ${a.endMs! - b.startMs} ms`, fromMs: b.startMs, toMs: Math.min(a.endMs!, b.endMs!) });
       }
     }
   }
   return found;
+}
+
+/** `overlapsOf`, as the reasons only. */
+export function concurrentCards(records: readonly LedgerRecord[]): Map<string, string[]> {
+  return new Map([...overlapsOf(records)].map(([card, overlaps]) => [card, overlaps.map((o) => o.why)]));
 }

@@ -11,7 +11,14 @@ export interface LogFacts {
   forgotten: Array<{ atMs: number; worker: string }>;
   /** Sandboxes the workers declared dead. */
   deadSandboxes: Set<string>;
+  /** What the workers did with runs that lost Redis or their card: fenced, committed late, refused as stale, discarded. */
+  runEvents: Array<{ atMs: number; event: RunEvent; label: string; cardId?: string }>;
 }
+
+/** The run-fate events the soak counts (apps/worker processor.ts, libs/queue card-store.ts). */
+export const RUN_EVENTS = ['card.fenced', 'card.late-commit', 'card.stale-write', 'card.discarded'] as const;
+export type RunEvent = (typeof RUN_EVENTS)[number];
+const isRunEvent = (e: unknown): e is RunEvent => (RUN_EVENTS as readonly unknown[]).includes(e);
 
 function lines(path: string): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
@@ -40,13 +47,17 @@ export function workerIdIn(logsDir: string, label: string): string | undefined {
 }
 
 export function readLogFacts(logsDir: string): LogFacts {
-  const facts: LogFacts = { workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set() };
+  const facts: LogFacts = { workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [] };
   for (const file of readdirSync(logsDir)) {
     if (!file.endsWith('.log')) continue;
     const label = file.slice(0, -'.log'.length);
     for (const l of lines(join(logsDir, file))) {
       const time = typeof l.time === 'number' ? l.time : 0;
       if (label.startsWith('worker-') && !facts.workerIds.has(label) && str(l.worker)) facts.workerIds.set(label, str(l.worker)!);
+      if (isRunEvent(l.event)) {
+        const cardId = str(l.cardId) ?? str(l.card);
+        facts.runEvents.push({ atMs: time, event: l.event, label, ...(cardId ? { cardId } : {}) });
+      }
       switch (l.event) {
         case 'sandbox.reaped': {
           const sandboxId = str(l.sandboxId);

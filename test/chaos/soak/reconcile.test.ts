@@ -3,7 +3,8 @@ import type { CardRecord } from '@lanes/contracts';
 import { resolveCounts, parseSoakArgs } from './args.js';
 import { concurrentCards, type LedgerRecord } from './ledger.js';
 import type { LogFacts } from './logs.js';
-import { reconcile, type ReconcileInput, type WorkerLife } from './reconcile.js';
+import type { FailoverRecord } from './failover.js';
+import { reconcile, type FailoverInput, type ReconcileInput, type WorkerLife } from './reconcile.js';
 import { planSoak } from './schedule.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
 
@@ -40,7 +41,7 @@ const card = (states: CardRecord['state'][]): CardRecord => ({
   history: states.map((state) => ({ at: new Date(T).toISOString(), state, attempt: 1 })),
 });
 
-const noLogs = (): LogFacts => ({ workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set() });
+const noLogs = (): LogFacts => ({ workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [] });
 
 /** A clean run of one card: done at T, after one run that ended ok a second before. */
 function input(over: Partial<ReconcileInput>): ReconcileInput {
@@ -269,5 +270,134 @@ describe('the verdict', () => {
     ['a reap that names no sandbox', { logs: { ...noLogs(), unnamedReaps: [{ atMs: T - 1_500, reason: 'orphan' }] } }, ['1 reap(s) the soak could not judge']],
   ])('%s', (_, over, failures) => {
     expect(reconcile(input(over)).failures).toEqual(failures);
+  });
+});
+
+describe('reconcile: failovers', () => {
+  const kill = T - 40_000;
+  const promoted = kill + 11_000;
+  const lockMs = 4_000;
+  const record = (over: Partial<FailoverRecord> = {}): FailoverRecord => ({
+    atMs: kill,
+    promotedAtMs: promoted,
+    endMs: promoted + 2_000,
+    oldPrimary: 'redis-a :1',
+    newPrimary: 'redis-b :2',
+    lagBytesBeforeKill: 0,
+    lostBytes: 0,
+    cardsRead: 1,
+    vanished: [],
+    movesLost: [],
+    reposted: [],
+    repostAccepted: true,
+    oldPrimaryRejoined: true,
+    ...over,
+  });
+  const failover = (records: FailoverRecord[], over: Partial<FailoverInput> = {}): FailoverInput => ({ planned: 1, records, redisKillsFailedOver: 0, lockMs, ...over });
+  /** Run a started before `from` (before the kill, unless `from` is) and run b, overlapping from `from` to `to`; the card done after b. */
+  const overlapping = (from: number, to: number): LedgerRecord[] => [
+    start('a', 'sb-a', Math.min(kill, from) - 1_000),
+    start('b', 'sb-b', from),
+    end('a', 'sb-a', to),
+    end('b', 'sb-b', T - 1_000),
+  ];
+
+  it('a run concurrent with another only inside the window the README admits (kill to promotion + 2 locks) is counted, not gated', () => {
+    const r = reconcile(input({ ledger: overlapping(promoted + 1_000, promoted + 2 * lockMs), failover: failover([record()]) }));
+    expect(r.ranConcurrently).toBe(0);
+    expect(r.failover.concurrentAdmitted).toBe(1);
+    expect(r.examples.concurrentAdmitted).toEqual(['c1: runs a and b overlap by 7000 ms']);
+    expect(r.examples.discardedRuns).toEqual(['c1: run a in sb-a: it ran across the failover and its card was taken over on the new primary (its lock or move not replicated)']);
+    expect(r.failures).toEqual([]);
+  });
+
+  it("an overlap that goes on past that window is gated, and so is the first run's outcome, discarded", () => {
+    const r = reconcile(input({ ledger: overlapping(promoted + 1_000, promoted + 2 * lockMs + 1), failover: failover([record()]) }));
+    expect(r.ranConcurrently).toBe(1);
+    expect(r.failover.concurrentAdmitted).toBe(0);
+    expect(r.failures).toEqual(['1 card(s) ran concurrently', "1 finished agent run(s) discarded with no fault of the soak's to explain it"]);
+  });
+
+  it('an overlap before the kill is gated, and so is any overlap without a failover', () => {
+    expect(reconcile(input({ ledger: overlapping(kill - 2_000, kill - 1_000), failover: failover([record()]) })).failures).toEqual(['1 card(s) ran concurrently']);
+    // Without a failover the first run's outcome, discarded, has nothing to explain it either.
+    expect(reconcile(input({ ledger: overlapping(promoted + 1_000, promoted + 2_000) })).failures).toEqual([
+      '1 card(s) ran concurrently',
+      "1 finished agent run(s) discarded with no fault of the soak's to explain it",
+    ]);
+  });
+
+  it('fails a planned failover that saw no promotion, and a Redis kill the sentinels made a failover of', () => {
+    expect(reconcile(input({ failover: failover([]) })).failures).toEqual(['1 planned failover(s) with no promotion']);
+    expect(reconcile(input({ failover: failover([record()], { redisKillsFailedOver: 1 }) })).failures).toEqual(['1 Redis kill(s) the sentinels turned into a failover']);
+  });
+
+  it("counts what the failover lost, the runs in flight at the kill and how they ended, and the workers' run events in the window", () => {
+    // c1: run a in flight at the kill, its done lost with the failover, run again as b, which is committed.
+    const r = reconcile(
+      input({
+        ledger: [start('a', 'sb-a', kill - 3_000), end('a', 'sb-a', kill - 500), start('b', 'sb-b', promoted + 5_000), end('b', 'sb-b', T - 1_000)],
+        cards: new Map([
+          [
+            'c1',
+            {
+              ...card(['queued', 'running', 'running', 'done']),
+              history: [
+                { at: new Date(kill - 4_000).toISOString(), state: 'queued', attempt: 0 },
+                { at: new Date(kill - 3_000).toISOString(), state: 'running', attempt: 1, sandboxId: 'sb-a' },
+                { at: new Date(promoted + 5_000).toISOString(), state: 'running', attempt: 1, sandboxId: 'sb-b' },
+                { at: new Date(T).toISOString(), state: 'done', attempt: 1, sandboxId: 'sb-b' },
+              ],
+            },
+          ],
+        ]),
+        logs: {
+          ...noLogs(),
+          runEvents: [
+            { atMs: kill + 4_000, event: 'card.fenced', label: 'worker-0.0' },
+            { atMs: promoted + 100, event: 'card.stale-write', label: 'worker-1.0' },
+            { atMs: kill - 100, event: 'card.fenced', label: 'worker-0.0' },
+          ],
+        },
+        failover: failover([record({ movesLost: [{ card: 'c1', before: 'done', after: 'running' }], vanished: ['c9'], reposted: ['c9'] })]),
+      }),
+    );
+    expect(r.failover).toMatchObject({
+      planned: 1,
+      completed: 1,
+      promotionMs: [11_000],
+      recordsVanished: 1,
+      reposted: 1,
+      movesLost: 1,
+      donesLost: 1,
+      inFlight: { runs: 0, committed: 0, ranAgain: 0 },
+      runEvents: { 'card.fenced': 1, 'card.late-commit': 0, 'card.stale-write': 1, 'card.discarded': 0 },
+      discardedRuns: 1,
+    });
+    expect(r.examples.discardedRuns).toEqual(['c1: run a in sb-a: its done was lost in the failover (not yet replicated when the primary died), and the card ran again']);
+    expect(r.examples.failoverLosses).toEqual(['c9: record gone on redis-b :2, re-posted, now no answer', 'c1: done before the kill, running on redis-b :2, now done']);
+    expect(r.failures).toEqual([]);
+  });
+
+  it('a run in flight at the kill either commits its own outcome or its card runs again', () => {
+    const inFlight = (ledger: LedgerRecord[]) => reconcile(input({ ledger, failover: failover([record()]) })).failover.inFlight;
+    // Run a spans the kill and its done (at T, sandbox sb-a) is its own.
+    expect(inFlight([start('a', 'sb-a', kill - 1_000), end('a', 'sb-a', promoted + 1_000)])).toEqual({ runs: 1, committed: 1, ranAgain: 0 });
+    // Run x spans the kill and never ends; run a, after the promotion, is the one committed.
+    expect(inFlight([start('x', 'sb-x', kill - 1_000), start('a', 'sb-a', promoted + 1_000), end('a', 'sb-a', T - 1_000)])).toEqual({ runs: 1, committed: 0, ranAgain: 1 });
+    // A run with no end (a sandbox kill) followed by another run before the failover was not in flight at it.
+    expect(
+      inFlight([
+        start('x', 'sb-x', kill - 9_000),
+        start('y', 'sb-y', kill - 5_000),
+        end('y', 'sb-y', kill - 4_000),
+        start('a', 'sb-a', promoted + 1_000),
+        end('a', 'sb-a', T - 1_000),
+      ]),
+    ).toEqual({
+      runs: 0,
+      committed: 0,
+      ranAgain: 0,
+    });
   });
 });

@@ -1,9 +1,10 @@
 import { isTerminalCardState, type CardRecord } from '@lanes/contracts';
 import type { InjectedFault, SandboxKill } from './faults.js';
-import { concurrentCards, runsOf, type LedgerRecord } from './ledger.js';
-import type { LogFacts } from './logs.js';
+import type { FailoverRecord } from './failover.js';
+import { overlapsOf, runsOf, type LedgerRecord, type Run } from './ledger.js';
+import { RUN_EVENTS, type LogFacts, type RunEvent } from './logs.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
-import { wastedRuns } from './wasted-runs.js';
+import { committedRun, wastedRuns } from './wasted-runs.js';
 
 /** What the soak knows about one worker life. */
 export interface WorkerLife {
@@ -43,6 +44,53 @@ export interface ReconcileInput {
    * killed, and a lane's infra retries outlast the kills), so every failed card fails the run.
    */
   intendedFailures: ReadonlySet<string>;
+  /** With --failovers: what each failover fault recorded, and what the verdict needs to judge it. */
+  failover?: FailoverInput;
+}
+
+export interface FailoverInput {
+  /** Failover faults in the plan. */
+  planned: number;
+  /** The ones that happened (a promotion was seen), in order. */
+  records: readonly FailoverRecord[];
+  /** Redis kills the sentinels turned into a failover (see faults.ts). */
+  redisKillsFailedOver: number;
+  lockMs: number;
+}
+
+/**
+ * What the README admits across an asynchronous failover: a run whose move to running or lock
+ * renewal was not replicated goes on until its next renewal fails on the new primary, while the
+ * new primary's stalled check may hand the card to another run, so two runs may overlap for about
+ * one lock duration after the promotion. An overlap counts as the failover's only inside
+ * [kill, promotion + 2 locks] (one lock for that, one for the renewal and stalled-check timers).
+ */
+export const ADMITTED_OVERLAP_LOCKS = 2;
+
+/** What the failovers lost and what lanes did about it (all zero without failovers). */
+export interface FailoverFigures {
+  planned: number;
+  completed: number;
+  redisKillsFailedOver: number;
+  /** Kill to promotion, per failover. */
+  promotionMs: number[];
+  /** Replication lag read just before each kill, and the bytes the promoted replica lacked (lower bound); undefined: not read. */
+  lagBytes: Array<number | undefined>;
+  lostBytes: Array<number | undefined>;
+  /** Accepted cards the new primary had no record of; the soak posted them again (a board's remedy). */
+  recordsVanished: number;
+  reposted: number;
+  /** Cards whose history the new primary had only a shorter prefix of; `donesLost`: of those, the ones that had been done. */
+  movesLost: number;
+  donesLost: number;
+  /** Agent runs in flight at a kill, and how they ended: their own outcome committed, or the card run again. */
+  inFlight: { runs: number; committed: number; ranAgain: number };
+  /** Cards that ran concurrently only inside a failover's admitted window (README: up to about one lock). */
+  concurrentAdmitted: number;
+  /** Run-fate events of the workers inside the failovers' windows. */
+  runEvents: Record<RunEvent, number>;
+  /** Finished runs discarded that a failover explains. */
+  discardedRuns: number;
 }
 
 export interface SoakResult {
@@ -84,6 +132,7 @@ export interface SoakResult {
   runsPerDoneCard: number;
   /** Finished runs no card move recorded; `unexplained`: nothing the soak did accounts for the loss. */
   finishedRunsDiscarded: { total: number; unexplained: number };
+  failover: FailoverFigures;
   faults: Record<string, number>;
   examples: {
     lost: string[];
@@ -98,6 +147,8 @@ export interface SoakResult {
     ranAfterTerminal: string[];
     unjudgeableReaps: string[];
     discardedRuns: string[];
+    failoverLosses: string[];
+    concurrentAdmitted: string[];
   };
   failures: string[];
 }
@@ -120,6 +171,7 @@ export type GatedFigures = Pick<
   | 'reapsOwnerUnknown'
   | 'reapsWithoutSandboxId'
   | 'finishedRunsDiscarded'
+  | 'failover'
 >;
 
 /**
@@ -159,6 +211,16 @@ const GATES = {
     count: (r) => r.reapsOwnerUnknown + r.reapsWithoutSandboxId,
     says: (n) => `${n} reap(s) the soak could not judge`,
   },
+  // The run did not test what it says: a planned failover that saw no promotion, or a Redis kill
+  // (a restart of the primary) that the sentinels made a failover of.
+  failoversIncomplete: {
+    count: (r) => r.failover.planned - r.failover.completed,
+    says: (n) => `${n} planned failover(s) with no promotion`,
+  },
+  redisKillsFailedOver: {
+    count: (r) => r.failover.redisKillsFailedOver,
+    says: (n) => `${n} Redis kill(s) the sentinels turned into a failover`,
+  },
 } satisfies Record<string, { count: (r: GatedFigures) => number; says: (n: number, r: GatedFigures) => string }>;
 export type GateName = keyof typeof GATES;
 
@@ -193,7 +255,13 @@ export function reconcile(input: ReconcileInput): SoakResult {
     const c = input.cards.get(id);
     return !c || !isTerminalCardState(c.state);
   });
-  const concurrent = concurrentCards(input.ledger);
+  const failoverRecords = input.failover?.records ?? [];
+  const lockMs = input.failover?.lockMs ?? 0;
+  const admittedWindows = failoverRecords.map((f) => [f.atMs, f.promotedAtMs + ADMITTED_OVERLAP_LOCKS * lockMs] as const);
+  const inAdmitted = (from: number, to: number) => admittedWindows.some(([a, b]) => from >= a && to <= b);
+  const overlaps = overlapsOf(input.ledger);
+  const concurrent = new Map([...overlaps].filter(([, os]) => !os.every((o) => inAdmitted(o.fromMs, o.toMs))).map(([id, os]) => [id, os.map((o) => o.why)]));
+  const concurrentAdmitted = [...overlaps].filter(([id]) => !concurrent.has(id));
   const terminalTwice: string[] = [];
   const leftTerminal: string[] = [];
   for (const [id, c] of input.cards) {
@@ -271,7 +339,9 @@ export function reconcile(input: ReconcileInput): SoakResult {
     return input.cards.get(id)?.state === 'done' && (runs.get(id) ?? []).some((r) => r.outcome === 'ok' && r.endMs !== undefined && r.endMs <= answered);
   });
   const cancelIgnored = cancelNotCancelled.filter((id) => !finishedFirst.includes(id));
+  const donesLost = failoverRecords.map((f) => new Set(f.movesLost.filter((m) => m.before === 'done').map((m) => m.card)));
   const wasted = wastedRuns({
+    failovers: failoverRecords.map((f, i) => ({ atMs: f.atMs, promotedAtMs: f.promotedAtMs, admittedUntilMs: admittedWindows[i]![1], donesLost: donesLost[i]! })),
     cards: input.cards,
     runs,
     workers: input.workers,
@@ -283,6 +353,39 @@ export function reconcile(input: ReconcileInput): SoakResult {
   });
   const faults: Record<string, number> = {};
   for (const f of input.injected) if (!f.skipped) faults[f.kind] = (faults[f.kind] ?? 0) + 1;
+
+  // Runs in flight at a kill (started before it, not ended before it), and how each ended.
+  const inFlight = { runs: 0, committed: 0, ranAgain: 0 };
+  for (const f of failoverRecords) {
+    for (const [id, cardRuns] of runs) {
+      const committed = committedRun(input.cards.get(id), cardRuns);
+      // A run with no end (its sandbox killed) was in flight only if its card had no later run before the kill.
+      const spans = (r: Run) => r.startMs < f.atMs && (r.endMs !== undefined ? r.endMs > f.atMs : !cardRuns.some((o) => o.startMs > r.startMs && o.startMs < f.atMs));
+      for (const run of cardRuns.filter(spans)) {
+        inFlight.runs += 1;
+        if (run === committed) inFlight.committed += 1;
+        else if (cardRuns.some((r) => r.startMs > run.startMs && r.startMs >= f.atMs)) inFlight.ranAgain += 1;
+      }
+    }
+  }
+  const runEvents = Object.fromEntries(RUN_EVENTS.map((e) => [e, 0])) as Record<RunEvent, number>;
+  for (const e of input.logs.runEvents) if (admittedWindows.some(([a, b]) => e.atMs >= a && e.atMs <= b)) runEvents[e.event] += 1;
+  const failover: FailoverFigures = {
+    planned: input.failover?.planned ?? 0,
+    completed: failoverRecords.length,
+    redisKillsFailedOver: input.failover?.redisKillsFailedOver ?? 0,
+    promotionMs: failoverRecords.map((f) => f.promotedAtMs - f.atMs),
+    lagBytes: failoverRecords.map((f) => f.lagBytesBeforeKill),
+    lostBytes: failoverRecords.map((f) => f.lostBytes),
+    recordsVanished: failoverRecords.reduce((n, f) => n + f.vanished.length, 0),
+    reposted: failoverRecords.reduce((n, f) => n + f.reposted.length, 0),
+    movesLost: failoverRecords.reduce((n, f) => n + f.movesLost.length, 0),
+    donesLost: donesLost.reduce((n, d) => n + d.size, 0),
+    inFlight,
+    concurrentAdmitted: concurrentAdmitted.length,
+    runEvents,
+    discardedRuns: wasted.discarded.filter((d) => d.byFailover).length,
+  };
 
   const result: SoakResult = {
     enqueued: input.enqueued.size,
@@ -311,6 +414,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     finishedRuns: wasted.finished,
     runsPerDoneCard: wasted.runsPerDoneCard,
     finishedRunsDiscarded: { total: wasted.discarded.length, unexplained: wasted.discarded.filter((d) => !d.explained).length },
+    failover,
     faults,
     examples: {
       lost: lostIds.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
@@ -328,6 +432,16 @@ export function reconcile(input: ReconcileInput): SoakResult {
         ...input.logs.unnamedReaps.map((r) => `no sandbox id at ${new Date(r.atMs).toISOString()} (slot ${r.slot ?? '?'}, ${r.reason ?? 'no reason'})`),
       ].slice(0, EXAMPLES),
       discardedRuns: wasted.discarded.slice(0, EXAMPLES).map((d) => `${d.card}: run ${d.run} in ${d.sandbox}: ${d.explained ?? 'unexplained'}`),
+      failoverLosses: failoverRecords
+        .flatMap((f) => [
+          ...f.vanished.map((id) => `${id}: record gone on ${f.newPrimary}${f.reposted.includes(id) ? ', re-posted' : ''}, now ${input.cards.get(id)?.state ?? 'no answer'}`),
+          ...f.reposted
+            .filter((id) => !f.vanished.includes(id))
+            .map((id) => `${id}: accepted, missing on ${f.newPrimary}, re-posted, now ${input.cards.get(id)?.state ?? 'no answer'}`),
+          ...f.movesLost.map((m) => `${m.card}: ${m.before} before the kill, ${m.after} on ${f.newPrimary}, now ${input.cards.get(m.card)?.state ?? 'no answer'}`),
+        ])
+        .slice(0, EXAMPLES),
+      concurrentAdmitted: concurrentAdmitted.slice(0, EXAMPLES).map(([id, os]) => `${id}: ${os[0]!.why}`),
     },
     failures: [],
   };

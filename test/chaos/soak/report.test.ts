@@ -30,6 +30,22 @@ const clean: SoakResult = {
   finishedRuns: 1,
   runsPerDoneCard: 1,
   finishedRunsDiscarded: { total: 0, unexplained: 0 },
+  failover: {
+    planned: 0,
+    completed: 0,
+    redisKillsFailedOver: 0,
+    promotionMs: [],
+    lagBytes: [],
+    lostBytes: [],
+    recordsVanished: 0,
+    reposted: 0,
+    movesLost: 0,
+    donesLost: 0,
+    inFlight: { runs: 0, committed: 0, ranAgain: 0 },
+    concurrentAdmitted: 0,
+    runEvents: { 'card.fenced': 0, 'card.late-commit': 0, 'card.stale-write': 0, 'card.discarded': 0 },
+    discardedRuns: 0,
+  },
   faults: {},
   examples: {
     lost: [],
@@ -44,6 +60,8 @@ const clean: SoakResult = {
     ranAfterTerminal: [],
     unjudgeableReaps: [],
     discardedRuns: [],
+    failoverLosses: [],
+    concurrentAdmitted: [],
   },
   failures: [],
 };
@@ -74,6 +92,8 @@ describe('markdownReport', () => {
     ['boardQueueDisagree', { boardQueueDisagree: 1 }, 'board and queue disagree'],
     ['reapsUnjudgeable', { reapsWithoutSandboxId: 1 }, 'reaps the soak could not judge (owner unknown / no sandbox id)'],
     ['finishedRunsDiscardedUnexplained', { finishedRunsDiscarded: { total: 2, unexplained: 1 } }, 'finished agent runs discarded / unexplained'],
+    ['failoversIncomplete', { failover: { ...clean.failover, planned: 1 } }, 'failovers planned / promoted'],
+    ['redisKillsFailedOver', { failover: { ...clean.failover, redisKillsFailedOver: 1 } }, 'Redis kills the sentinels turned into a failover'],
   ])('%s', (name, over, figure) => {
     const r = { ...clean, ...over };
     r.failures = failuresOf(r);
@@ -81,5 +101,41 @@ describe('markdownReport', () => {
     const report = markdownReport(info, r);
     expect(failRows(report).map((l) => l.split(' | ')[0]!.slice(2))).toEqual([figure]);
     expect(report).toContain(`RESULT: FAIL (${r.failures[0]})`);
+  });
+});
+
+describe('markdownReport: failovers', () => {
+  const failover: SoakResult['failover'] = {
+    ...clean.failover,
+    planned: 1,
+    completed: 1,
+    promotionMs: [11_234],
+    lagBytes: [0],
+    lostBytes: [0],
+    recordsVanished: 1,
+    reposted: 1,
+    movesLost: 2,
+    donesLost: 1,
+    inFlight: { runs: 3, committed: 1, ranAgain: 2 },
+    concurrentAdmitted: 1,
+    runEvents: { 'card.fenced': 2, 'card.late-commit': 1, 'card.stale-write': 0, 'card.discarded': 0 },
+    discardedRuns: 1,
+  };
+  it('shows what the failover lost and what lanes did, none of it a gate, and PASS when every gate holds', () => {
+    const report = markdownReport({ ...info, redis: 'Sentinel' }, { ...clean, failover });
+    const row = (figure: string) => report.split('\n').find((l) => l.startsWith(`| ${figure} |`));
+    expect(row('failovers planned / promoted')).toBe('| failovers planned / promoted | 1 / 1 | ok |');
+    expect(row('failover: kill → promotion')).toBe('| failover: kill → promotion | 11.2 s |  |');
+    expect(row('failover lost: accepted cards with no record on the new primary / re-posted by the soak')).toContain('| 1 / 1 |  |');
+    expect(row('failover lost: cards whose moves regressed / of them, a done')).toContain('| 2 / 1 |  |');
+    expect(row('failover: runs in flight at the kill / committed their own outcome / card run again')).toContain('| 3 / 1 / 2 |');
+    expect(row('ran concurrently (outside what the README admits across a failover)')).toBe('| ran concurrently (outside what the README admits across a failover) | 0 | ok |');
+    expect(report).toContain('Redis: Sentinel.');
+    expect(failRows(report)).toEqual([]);
+    expect(report).toMatch(/RESULT: PASS$/);
+  });
+  it('has no failover rows without failovers, but its two gates', () => {
+    const report = markdownReport(info, clean);
+    expect(report.split('\n').filter((l) => l.startsWith('| failover'))).toEqual(['| failovers planned / promoted | 0 / 0 | ok |']);
   });
 });

@@ -16,6 +16,12 @@ export interface WastedRunContext {
   intendedFailures?: ReadonlySet<string>;
   /** How long after a finished run its worker still needs to commit it (a lock, and an outage). */
   commitWindowMs: number;
+  /**
+   * Sentinel failovers: the kill, the promotion, the end of the window in which the README admits
+   * a run whose lock was not replicated going on beside its card's next run, and the cards whose
+   * done the new primary did not have.
+   */
+  failovers?: ReadonlyArray<{ atMs: number; promotedAtMs: number; admittedUntilMs: number; donesLost: ReadonlySet<string> }>;
 }
 
 export interface DiscardedRun {
@@ -24,6 +30,8 @@ export interface DiscardedRun {
   sandbox: string;
   /** Why the soak expects it was lost; undefined when nothing it did explains it. */
   explained?: string;
+  /** The explanation is a failover's. */
+  byFailover?: boolean;
 }
 
 export interface WastedRuns {
@@ -42,7 +50,7 @@ function workerOf(card: CardRecord | undefined, sandbox: string, workers: readon
 }
 
 /** The run whose outcome the card's done move recorded: its sandbox's last finished run before the move. */
-function committedRun(card: CardRecord | undefined, runs: readonly Run[]): Run | undefined {
+export function committedRun(card: CardRecord | undefined, runs: readonly Run[]): Run | undefined {
   const done = card?.state === 'done' ? card.history.find((h) => h.state === 'done') : undefined;
   if (!done) return undefined;
   const doneAtMs = Date.parse(done.at);
@@ -62,6 +70,17 @@ function explain(run: Run, ctx: WastedRunContext): string | undefined {
   if (ctx.sandboxKills.some((k) => k.sandboxId === run.sandbox && within(k.atMs))) return 'its sandbox was killed before lanes read the result';
   const outage = ctx.injected.find((f) => f.kind === 'redis-kill' && !f.skipped && f.atMs <= endMs + ctx.commitWindowMs && f.endMs >= endMs);
   if (outage) return 'Redis was away when it finished, and the card was taken over';
+  return failoverExplanation(run, ctx);
+}
+
+/** A failover's part in a lost finished run: its done not replicated, or no primary when it finished. */
+function failoverExplanation(run: Run, ctx: WastedRunContext): string | undefined {
+  const endMs = run.endMs!;
+  if (ctx.failovers?.some((f) => f.donesLost.has(run.card) && endMs <= f.atMs))
+    return 'its done was lost in the failover (not yet replicated when the primary died), and the card ran again';
+  if (ctx.failovers?.some((f) => f.atMs <= endMs + ctx.commitWindowMs && f.promotedAtMs >= endMs)) return 'the primary failed over when it finished, and the card was taken over';
+  if (ctx.failovers?.some((f) => run.startMs < f.atMs && endMs >= f.atMs && endMs <= f.admittedUntilMs))
+    return 'it ran across the failover and its card was taken over on the new primary (its lock or move not replicated)';
   return undefined;
 }
 
@@ -83,7 +102,8 @@ export function wastedRuns(ctx: WastedRunContext): WastedRuns {
     for (const r of ok) {
       if (r === committed) continue;
       const why = explain(r, ctx);
-      discarded.push({ card: id, run: r.run, sandbox: r.sandbox, ...(why ? { explained: why } : {}) });
+      const byFailover = why !== undefined && why === failoverExplanation(r, ctx);
+      discarded.push({ card: id, run: r.run, sandbox: r.sandbox, ...(why ? { explained: why } : {}), ...(byFailover ? { byFailover } : {}) });
     }
   }
   return { finished, runsPerDoneCard: doneCards ? startedForDone / doneCards : 0, discarded };
