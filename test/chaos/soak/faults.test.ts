@@ -21,7 +21,7 @@ describe('FaultRunner: cancel', () => {
         return answers.get(id) ?? 404;
       },
     };
-    const runner = new FaultRunner({ topology: {} as Topology, api, args: parseSoakArgs([]), enqueued: () => ['c1', 'c2'], log: () => undefined });
+    const runner = new FaultRunner({ topology: {} as Topology, api, args: parseSoakArgs([]), enqueued: () => ['c1', 'c2'], repost: async () => true, log: () => undefined });
     await runner.run({ kind: 'cancel', atMs: 0, pick: 0 });
     expect(sent).toEqual(['c1', 'c2']);
     expect(runner.injected).toEqual([expect.objectContaining({ kind: 'cancel', target: 'c2', note: 'HTTP 202 (after 1 not accepted, the last c1 HTTP 409)' })]);

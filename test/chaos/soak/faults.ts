@@ -5,6 +5,8 @@ import { envOf, isSameProcess, procStartTime } from './proc.js';
 import { workerIdIn } from './logs.js';
 import type { FaultKind, PlannedFault } from './schedule.js';
 import { LANE, type Topology } from './topology.js';
+import { failoverLoss, lostBytes, snapshotCards, type CardSnapshot, type FailoverRecord } from './failover.js';
+import { ask, info } from './redis-group.js';
 
 /** What the soak did, as it knows it: the ground truth the board's view is reconciled against. */
 export interface InjectedFault {
@@ -37,6 +39,11 @@ const PICK_STEP = 0.618_034;
 /** The cancels a fault tried before one was accepted, in short: how many, and the last. */
 const tried = (answers: readonly string[]) => `${answers.length} not accepted, the last ${answers.at(-1)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A promotion takes the sentinels' down-after and then an election and a promotion: this covers a loaded box. */
+const PROMOTION_TIMEOUT_MS = 30_000;
+/** The old primary, restarted as a replica, loads its AOF and full-syncs from the new one within this. */
+const REJOIN_TIMEOUT_MS = 30_000;
+const num = (v: string | undefined) => (v === undefined || v === '' || Number.isNaN(Number(v)) ? undefined : Number(v));
 
 export interface FaultDeps {
   topology: Topology;
@@ -44,6 +51,8 @@ export interface FaultDeps {
   args: SoakArgs;
   /** Card ids enqueued so far (cancels pick among them). */
   enqueued: () => readonly string[];
+  /** Posts these cards again as the board first posted them (after a failover lost them); true once the API took them. */
+  repost: (ids: readonly string[]) => Promise<boolean>;
   log: (s: string) => void;
 }
 
@@ -54,6 +63,10 @@ export class FaultRunner {
   readonly cancelled: Array<{ cardId: string; atMs: number; status: number; answeredAtMs: number }> = [];
   /** Labels of the processes the soak itself stopped; any other exit is the product's doing. */
   readonly stopped = new Set<string>();
+  /** Each failover: what it lost and what the soak did about it. */
+  readonly failovers: FailoverRecord[] = [];
+  /** Redis kills under Sentinel that the sentinels turned into a failover (the restart was demoted). */
+  redisKillsFailedOver = 0;
 
   constructor(private readonly deps: FaultDeps) {}
 
@@ -63,7 +76,7 @@ export class FaultRunner {
       const entry: InjectedFault = { kind: f.kind, atMs, endMs: Date.now(), ...extra };
       this.injected.push(entry);
       this.deps.log(
-        `fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.note ? `: ${entry.note}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - atMs} ms)`,
+        `fault ${f.kind}${entry.target ? ` ${entry.target}` : ''}${entry.note ? `: ${entry.note}` : ''}${entry.skipped ? ` skipped: ${entry.skipped}` : ''} (${entry.endMs - entry.atMs} ms)`,
       );
     };
     const { topology: t, args } = this.deps;
@@ -118,10 +131,35 @@ export class FaultRunner {
         return done({ target: `${w.proc.label} → ${next.proc.label}`, note: `${args.createFailures} failing creates${exited ? '' : '; drain timed out, killed'}` });
       }
       case 'redis-kill': {
-        await t.killRedis();
+        // Under Sentinel too: the primary is killed and restarted from its AOF on its port, as
+        // primary, before the sentinels' down-after (checkSentinelArgs), so it is a restart that
+        // loses nothing, not a failover. Should the sentinels have promoted the replica anyway, the
+        // restarted node would be demoted: that is counted, and fails the run (it did not test what it says).
+        const node = await t.redis.primary();
+        await t.redis.kill(node);
         await sleep(args.outageMs);
-        await t.startRedis();
-        return done({ target: `redis-server :${t.redisPort}`, note: `down ${Date.now() - atMs} ms` });
+        await t.redis.start(node);
+        const note = `down ${Date.now() - atMs} ms`;
+        if (t.redis.kind === 'sentinel') {
+          await t.settled();
+          const now = await t.redis.primary();
+          if (now !== node) {
+            this.redisKillsFailedOver += 1;
+            return done({ target: `${node.label} :${node.port}`, note: `${note}; the sentinels failed over to ${now.label} meanwhile, so the restart was demoted` });
+          }
+          return done({ target: `${node.label} :${node.port} (primary)`, note: `${note}; still the primary after its restart` });
+        }
+        return done({ target: `${node.label} :${node.port}`, note });
+      }
+      case 'failover': {
+        const f = await this.failover();
+        if (typeof f === 'string') return done({ skipped: f });
+        const lost = `${f.vanished.length} record(s) vanished, ${f.movesLost.length} card(s) lost moves, ${f.lostBytes ?? '?'} B of replication lost`;
+        return done({
+          atMs: f.atMs,
+          target: `${f.oldPrimary} → ${f.newPrimary}`,
+          note: `promoted after ${f.promotedAtMs - f.atMs} ms; ${lost}; ${f.reposted.length} card(s) re-posted; old primary ${f.oldPrimaryRejoined ? 'back as a replica' : 'NOT back as a replica'}`,
+        });
       }
       case 'partition': {
         const w = t.current(workerIndex);
@@ -134,6 +172,73 @@ export class FaultRunner {
         return done({ target: w.proc.label, note: cancelled ? `${how}; cancelled ${cancelled.cardId} on it: HTTP ${cancelled.status}` : how });
       }
     }
+  }
+
+  /**
+   * kill -9 of the primary the sentinels name, after reading every enqueued card from it (and the
+   * replication offsets); then the promotion, the cards read again from the new primary, the old
+   * primary restarted as a replica of the new one (so a next failover has a target; it is never a
+   * primary again unless promoted), and every accepted card the new primary lacks posted again, as
+   * a board does. Answers why it did nothing instead, when it could not.
+   */
+  private async failover(): Promise<FailoverRecord | string> {
+    const { topology: t } = this.deps;
+    const sentinel = t.redis.sentinel;
+    if (!sentinel) return 'the soak runs on one redis-server, not a Sentinel group';
+    const old = await t.redis.primary();
+    const replica = sentinel.nodes.find((n) => n !== old)!;
+    const ids = [...this.deps.enqueued()];
+    const [before, primaryInfo, replicaInfo] = await Promise.all([
+      ask(old.port, (c) => snapshotCards(c, ids), 10_000),
+      info(old.port, 'replication'),
+      info(replica.port, 'replication'),
+    ]);
+    if (!before) return `could not read the cards from ${old.label} before the kill`;
+    const primaryOffset = num(primaryInfo?.master_repl_offset);
+    const replicaOffset = num(replicaInfo?.slave_repl_offset);
+    const atMs = Date.now();
+    await t.redis.kill(old);
+    const promotionTimeoutMs = sentinel.downAfterMs + PROMOTION_TIMEOUT_MS;
+    const promoted = await sentinel.waitForPromotion(old, promotionTimeoutMs);
+    const promotedAtMs = Date.now();
+    if (!promoted) {
+      // No failover: the old primary comes back as it was, so the rest of the run has a Redis.
+      await t.redis.start(old);
+      return `no promotion within ${promotionTimeoutMs} ms; ${old.label} restarted as primary`;
+    }
+    const [after, promotedInfo] = await Promise.all([ask(promoted.port, (c) => snapshotCards(c, ids), 10_000), info(promoted.port, 'replication')]);
+    const loss = after ? failoverLoss(before, after) : { vanished: [], movesLost: [] };
+    await t.redis.start(old, promoted);
+    const rejoined = await sentinel.waitForSync(old, REJOIN_TIMEOUT_MS);
+    // Cards the API accepted since the snapshot are read now: any the new primary lacks was lost too.
+    const later = this.deps.enqueued().filter((id) => !before.has(id));
+    const laterNow = later.length ? await ask(promoted.port, (c) => snapshotCards(c, later), 10_000) : new Map<string, CardSnapshot>();
+    if (!laterNow) this.deps.log(`failover: could not read the cards accepted since the snapshot from ${promoted.label}`);
+    const missing = [...loss.vanished, ...later.filter((id) => laterNow !== undefined && laterNow.get(id) === undefined)];
+    let repostAccepted = true;
+    if (missing.length > 0) {
+      await t.settled();
+      repostAccepted = await this.deps.repost(missing);
+    }
+    const lost = lostBytes(primaryOffset, num(promotedInfo?.second_repl_offset));
+    const record: FailoverRecord = {
+      atMs,
+      promotedAtMs,
+      endMs: Date.now(),
+      oldPrimary: `${old.label} :${old.port}`,
+      newPrimary: `${promoted.label} :${promoted.port}`,
+      ...(primaryOffset !== undefined && replicaOffset !== undefined ? { lagBytesBeforeKill: primaryOffset - replicaOffset } : {}),
+      ...(lost !== undefined ? { lostBytes: lost } : {}),
+      cardsRead: ids.length,
+      vanished: loss.vanished,
+      movesLost: loss.movesLost,
+      reposted: missing,
+      repostAccepted,
+      oldPrimaryRejoined: rejoined,
+    };
+    if (!after) this.deps.log(`failover: could not read the cards from ${promoted.label} after the promotion; losses unknown`);
+    this.failovers.push(record);
+    return record;
   }
 
   /** The lane's slots that hold a card, as last published; undefined when the API cannot say (Redis away). */

@@ -4,7 +4,13 @@
  * The API, the workers and the supervisor run as separate `lanes` processes over a redis-server
  * with AOF that the soak owns; workers get their own network namespaces where the machine allows.
  * A seeded schedule kills sandboxes, workers and Redis, drains a worker, partitions one, opens a
- * window of create failures and cancels cards. The agent keeps its own ledger of every run, and at
+ * window of create failures and cancels cards. With `--failovers N` the Redis is a Sentinel group
+ * instead (a primary, a replica and three sentinels, see redis-group.ts), every stack process finds
+ * the primary through the sentinels, and each failover kill -9s the primary: the replica is
+ * promoted, the old primary comes back as a replica of it, and what the failover lost is read from
+ * Redis before the kill and after the promotion (failover.ts); the cards it lost are posted again,
+ * as a board does. A Redis kill under Sentinel restarts the primary from its AOF within the
+ * sentinels' down-after, so it stays a restart (args.ts, `downAfterMsOf`). The agent keeps its own ledger of every run, and at
  * the end the ledger and the soak's own record of what it did are reconciled with the board's view.
  * Exit status 1 when any gate of the verdict fails (see `failuresOf` in reconcile.ts: lost, concurrent,
  * terminal twice, false reaps, and everything else the soak measures).
@@ -22,7 +28,7 @@ import { readQueueEnds, type QueueEnd } from './queue-view.js';
 import { isSameProcess, pidsWithEnv } from './proc.js';
 import { reconcile, type ReconcileInput, type SoakResult } from './reconcile.js';
 import { markdownReport } from './report.js';
-import { planSoak, type PlannedFault } from './schedule.js';
+import { planSoak, type PlannedCard, type PlannedFault } from './schedule.js';
 import { LANE, startJanitor, startTopology, type Janitor, type Topology } from './topology.js';
 
 /** Cards are sent in batches of at most this many, every tick. */
@@ -34,6 +40,8 @@ const SETTLE_POLL_MS = 2_000;
 const READ_CONCURRENCY = 16;
 /** A run still going when the cards settled ends within its work time; this covers a loaded machine. */
 const AGENT_DRAIN_SLACK_MS = 10_000;
+/** Cards a failover lost are posted again for this long (the API may answer 503 a while longer). */
+const REPOST_WINDOW_MS = 60_000;
 
 const started = Date.now();
 const log = (s: string) => process.stderr.write(`[soak +${((Date.now() - started) / 1000).toFixed(1)}s] ${s}\n`);
@@ -70,7 +78,24 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   log(`plan: ${plan.cards.length} cards over ${(plan.runMs * 0.8) / 1000} s; faults ${JSON.stringify(counts)}`);
   const api = soakApi(t.apiUrl);
   const enqueued: string[] = [];
-  const faults = new FaultRunner({ topology: t, api, args, enqueued: () => enqueued, log });
+  const payload = (c: PlannedCard) => ({ id: c.id, lane: LANE, title: `soak card ${c.id}`, metadata: { workMs: c.workMs } });
+  const byId = new Map(plan.cards.map((c) => [c.id, c]));
+  // A board's remedy for a card a failover lost: post it again (an existing id is answered 200, a missing one created).
+  const repost = async (ids: readonly string[]) => {
+    const deadline = Date.now() + REPOST_WINDOW_MS;
+    while (Date.now() < deadline) {
+      let status = 0;
+      try {
+        status = await api.enqueue(ids.map((id) => payload(byId.get(id)!)));
+      } catch {
+        status = -1;
+      }
+      if (status === 200 || status === 202) return true;
+      await sleep(TICK_MS);
+    }
+    return false;
+  };
+  const faults = new FaultRunner({ topology: t, api, args, enqueued: () => enqueued, repost, log });
   const t0 = Date.now();
   const at = (offsetMs: number) => sleep(Math.max(0, t0 + offsetMs - Date.now()));
 
@@ -84,7 +109,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
       }
       let status = 0;
       try {
-        status = await api.enqueue(due.map((c) => ({ id: c.id, lane: LANE, title: `soak card ${c.id}`, metadata: { workMs: c.workMs } })));
+        status = await api.enqueue(due.map(payload));
       } catch {
         status = -1;
       }
@@ -142,7 +167,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   const logs = readLogFacts(t.logsDir);
   let queueEnds: Map<string, QueueEnd> | undefined;
   try {
-    queueEnds = await readQueueEnds(`redis://127.0.0.1:${t.redisPort}`, LANE, ids);
+    queueEnds = await readQueueEnds(`redis://127.0.0.1:${(await t.redis.primary()).port}`, LANE, ids);
   } catch (err) {
     log(`could not read the queue's view: ${(err as Error).message}`);
   }
@@ -167,6 +192,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     cancels: faults.cancelled,
     // The plan has no card meant to fail: every failed card is the product's doing.
     intendedFailures: new Set(),
+    ...(args.failovers > 0 ? { failover: { planned: counts.failovers, records: faults.failovers, redisKillsFailedOver: faults.redisKillsFailedOver, lockMs: args.lockMs } } : {}),
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage
     // of X can be up to about X later; only then do the beats resume. So a reap up to an outage
@@ -200,7 +226,7 @@ function leftovers(t: Topology, keep: boolean): string[] {
   for (const line of ns.split('\n')) if (line.includes(`lanes-soak-${t.runId}`)) out.push(`netns ${line.split(' ')[0]}`);
   const links = spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '';
   for (const line of links.split('\n')) if (line.includes(`ls${t.runId}`)) out.push(`link ${line.split(':')[1]?.trim()}`);
-  for (const m of [t.api, t.supervisor, ...t.instances.map((w) => w.proc)]) if (isSameProcess(m.pid, m.startTime)) out.push(`process ${m.label} ${m.pid}`);
+  for (const m of [t.api, t.supervisor, ...t.instances.map((w) => w.proc), ...t.redis.processes()]) if (isSameProcess(m.pid, m.startTime)) out.push(`process ${m.label} ${m.pid}`);
   if (!keep && existsSync(t.dir)) out.push(`dir ${t.dir}`);
   return out;
 }
@@ -252,6 +278,7 @@ async function main(): Promise<number> {
   const info = {
     runId: topology.runId,
     mode: topology.mode,
+    redis: topology.redis.kind === 'sentinel' ? `Sentinel (primary, replica, 3 sentinels; down-after ${topology.redis.sentinel!.downAfterMs} ms)` : 'one redis-server',
     seed: args.seed,
     cards: args.cards,
     minutes: args.minutes,

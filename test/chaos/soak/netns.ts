@@ -83,6 +83,37 @@ export function createWorkerNet(runId: string, index: number, subnet: string, on
   return { netns, hostLink, hostAddress, nsAddress };
 }
 
+/** The last octet of the Sentinel group's address inside the run's /24 (worker /30s stop well below it). */
+const SERVICE_OCTET = 254;
+/** Workers whose /30s fit below the service address. */
+export const MAX_NETNS_WORKERS = Math.floor(SERVICE_OCTET / 4);
+
+/**
+ * One host address every namespace reaches, for a Redis that is more than one port: a Sentinel
+ * group's sentinels tell every client the primary's address as they know it, so the sentinels, the
+ * data nodes and the host's processes must all use an address that is the same from the host and
+ * from each namespace (127.0.0.1 is each namespace's own loopback). It is `<subnet>.254/32` on a
+ * host-only veth pair (a dummy link would do, but not every kernel has the module), and each worker's
+ * namespace routes it through its own veth: with that veth down (a partition) the worker reaches
+ * neither the sentinels nor the data nodes, and nothing else changes.
+ */
+export function createServiceAddress(runId: string, subnet: string, onCreated: (kind: 'link', name: string) => void): string {
+  const link = `ls${runId}r`;
+  const peer = `ls${runId}s`;
+  const address = `${subnet}.${SERVICE_OCTET}`;
+  onCreated('link', link);
+  ip('link', 'add', link, 'type', 'veth', 'peer', 'name', peer);
+  ip('addr', 'add', `${address}/32`, 'dev', link);
+  ip('link', 'set', link, 'up');
+  ip('link', 'set', peer, 'up');
+  return address;
+}
+
+/** Routes `address` (the service address) from worker `net`'s namespace through its veth to the host. */
+export function routeToHost(net: WorkerNet, address: string): void {
+  ip('-n', net.netns, 'route', 'add', `${address}/32`, 'via', net.hostAddress);
+}
+
 /** Link down or up: with the host end down, nothing crosses the pair, and TCP just stalls. */
 export function setLink(link: string, up: boolean): void {
   ip('link', 'set', link, up ? 'up' : 'down');

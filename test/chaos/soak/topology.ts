@@ -4,13 +4,14 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, pingRedis, PROJECT_DIR } from '@lanes/cli';
+import { freePort, PROJECT_DIR } from '@lanes/cli';
 import type { LanesConfigInput } from '@lanes/contracts';
-import type { SoakArgs } from './args.js';
+import { downAfterMsOf, type SoakArgs } from './args.js';
 import type { JanitorEntry } from './janitor.js';
-import { createWorkerNet, netnsAvailable, pickSubnet, setLink, type WorkerNet } from './netns.js';
+import { createServiceAddress, createWorkerNet, MAX_NETNS_WORKERS, netnsAvailable, pickSubnet, routeToHost, setLink, type WorkerNet } from './netns.js';
 import { isRunning, signalAndWait, spawnManaged, type Managed } from './processes.js';
 import { exePath } from './proc.js';
+import { startSentinelRedis, startSingleRedis, type SoakRedis } from './redis-group.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const AGENT_PATH = join(HERE, 'agent.mjs');
@@ -41,18 +42,17 @@ export interface Topology {
   logsDir: string;
   ledgerPath: string;
   apiUrl: string;
-  redisPort: number;
+  /** The soak's Redis: one redis-server, or a Sentinel group (with --failovers). */
+  redis: SoakRedis;
   /** Every worker instance ever started, in order. */
   instances: WorkerInstance[];
   supervisor: Managed;
   api: Managed;
   current(index: number): WorkerInstance;
-  killRedis(): Promise<void>;
-  startRedis(): Promise<void>;
   /** Restarts worker `index` (which must have exited); `faulty` gives it the create-failure config. */
   startWorker(index: number, faulty?: boolean): WorkerInstance;
   stopWorker(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<{ exited: boolean }>;
-  /** Resolves once Redis answers, the API is ready and every current worker has started (or fails after the start timeout). */
+  /** Resolves once Redis answers (under Sentinel: the primary every sentinel names), the API is ready and every current worker has started (or fails after the start timeout). */
   settled(): Promise<void>;
   /** Cuts worker `index` off from Redis (netns: link down; plain: SIGSTOP) or heals it. */
   partition(index: number, cut: boolean): void;
@@ -124,41 +124,27 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
   const mode: TopologyMode = wantNetns && netnsAvailable(`lanes-soak-${runId}-probe`) ? 'netns' : 'plain';
   if (args.netns === 'on' && mode !== 'netns') throw new Error('soak: --netns on, but this machine does not let us create network namespaces');
   const nets: WorkerNet[] = [];
+  let subnet: string | undefined;
   if (mode === 'netns') {
-    const subnet = pickSubnet(parseInt(runId, 16));
+    if (args.workers > MAX_NETNS_WORKERS) throw new Error(`soak: at most ${MAX_NETNS_WORKERS} workers in namespaces (--netns off for more)`);
+    subnet = pickSubnet(parseInt(runId, 16));
     for (let i = 0; i < args.workers; i++) nets.push(createWorkerNet(runId, i, subnet, (kind, name) => janitor.register({ kind, name })));
   }
 
-  // Redis: AOF with fsync on every write, so a kill -9 loses nothing acknowledged; bound to
-  // loopback and to the host end of each worker's veth (nothing else).
-  const redisPort = await freePort();
-  const redisArgs = [
-    '--port',
-    String(redisPort),
-    '--bind',
-    '127.0.0.1',
-    ...nets.map((n) => n.hostAddress),
-    '--protected-mode',
-    'no',
-    '--dir',
-    redisDir,
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
-    '--save',
-    '',
-    '--daemonize',
-    'no',
-    '--maxmemory-policy',
-    'noeviction',
-  ];
-  let redis: Managed | undefined;
-  const startRedis = async () => {
-    redis = spawnManaged({ label: 'redis-server', command: 'redis-server', args: redisArgs, env: baseEnv(), logPath: join(logsDir, 'redis.log'), cwd: redisDir, register });
-    await waitUntil('redis-server', () => pingRedis('127.0.0.1', redisPort), START_TIMEOUT_MS);
-  };
-  await startRedis();
+  // Redis: one redis-server bound to loopback and to the host end of each worker's veth, or (with
+  // failovers) a Sentinel group at one address that the host and every namespace reach alike.
+  let redis: SoakRedis;
+  const redisOptions = { dir: redisDir, logsDir, env: baseEnv(), register };
+  if (args.failovers > 0) {
+    let address = '127.0.0.1';
+    if (mode === 'netns') {
+      address = createServiceAddress(runId, subnet!, (kind, name) => janitor.register({ kind, name }));
+      for (const n of nets) routeToHost(n, address);
+    }
+    redis = await startSentinelRedis({ ...redisOptions, bind: [], address, downAfterMs: downAfterMsOf(args) });
+  } else {
+    redis = await startSingleRedis({ ...redisOptions, bind: nets.map((n) => n.hostAddress) });
+  }
 
   const lane = (faulty: boolean): LanesConfigInput => ({
     lanes: [
@@ -184,7 +170,7 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
   const apiPort = await freePort();
   const common = (redisHost: string, config: string): NodeJS.ProcessEnv => ({
     ...baseEnv(),
-    REDIS_URL: `redis://${redisHost}:${redisPort}`,
+    REDIS_URL: redis.urlFor(redisHost),
     LANES_CONFIG: config,
     LANES_SANDBOX_DIR: sandboxDir,
     LANES_HEARTBEAT_INTERVAL_MS: String(args.heartbeatMs),
@@ -259,7 +245,7 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
   log(
     `soak ${runId}: mode ${mode}${mode === 'netns' ? ` (workers in ${nets.map((n) => `${n.netns} ${n.nsAddress}`).join(', ')})` : ' (plain processes; a partition is SIGSTOP/SIGCONT of the worker)'}`,
   );
-  log(`soak ${runId}: redis-server :${redisPort} (AOF, fsync always), api ${apiUrl}, ${args.workers} workers × ${args.slots} slots, run dir ${dir}`);
+  log(`soak ${runId}: ${redis.describe()}, api ${apiUrl}, ${args.workers} workers × ${args.slots} slots, run dir ${dir}`);
 
   const current = (index: number) => latest.get(index)!;
   const hasStarted = (w: WorkerInstance) => {
@@ -277,18 +263,14 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
     logsDir,
     ledgerPath,
     apiUrl,
-    redisPort,
+    redis,
     instances,
     supervisor,
     api,
     current,
-    killRedis: async () => {
-      if (redis) await signalAndWait(redis, 'SIGKILL', 10_000);
-    },
-    startRedis,
     startWorker,
     async settled() {
-      await waitUntil('redis-server', () => pingRedis('127.0.0.1', redisPort), START_TIMEOUT_MS);
+      await waitUntil(redis.kind === 'sentinel' ? 'the sentinels to agree on a primary that answers' : 'redis-server', () => redis.ready(), START_TIMEOUT_MS);
       await waitUntil('the API', readyz, START_TIMEOUT_MS);
       await waitUntil('every worker started', () => args.workers === 0 || [...latest.values()].every((w) => !isRunning(w.proc) || hasStarted(w)), START_TIMEOUT_MS);
     },
