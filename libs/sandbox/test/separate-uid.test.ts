@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -161,6 +161,20 @@ describe('probeSeparateUid', () => {
     try {
       const result = probeSeparateUid(join(closed, 'inner', 'sandboxes'));
       expect(result).toEqual({ ok: false, why: expect.stringContaining(`${closed} is not passable by other users`) });
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
+
+  // setpriv's own exec still holds root's capabilities, so a node under a root-only directory (npx's
+  // node@26 under /root) ran there, while the sandbox's init, started through sh, could not.
+  it.runIf(process.getuid?.() === 0)('says why when the node that runs the init sits under a directory only root may enter', () => {
+    const closed = mkdtempSync(join(tmpdir(), 'lanes-uid-node-'));
+    chmodSync(closed, 0o700);
+    try {
+      symlinkSync(process.execPath, join(closed, 'node'));
+      const result = probeSeparateUid(join(tmpdir(), 'lanes-uid-node-probe'), join(closed, 'node'));
+      expect(result).toEqual({ ok: false, why: expect.stringContaining('does not run as an unprivileged uid') });
     } finally {
       rmSync(closed, { recursive: true, force: true });
     }

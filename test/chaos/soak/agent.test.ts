@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { probeSeparateUid } from '@lanes/sandbox';
 import { concurrentCards, readLedger, type LedgerRecord } from './ledger.js';
 
 const AGENT_PATH = join(dirname(fileURLToPath(import.meta.url)), 'agent.mjs');
@@ -125,22 +126,26 @@ describe('soak agent: the socket-based concurrency detector', () => {
     expect(readdirSync(join(runsDir, 'c1'))).toEqual([]);
   });
 
-  // A local lane on a root machine runs each sandbox as its own uid (separate-uid isolation).
-  it.runIf(process.getuid?.() === 0)('records the overlap between runs of different uids, and a later run of a third uid removes the dead ones', async () => {
-    const a = await run('c1', 'sb-a', 3_000, 65_533);
-    const b = await run('c1', 'sb-b', 100, 65_534);
-    expect(await b.exited).toBe(0);
-    expect(met().map((r) => [r.run, r.type === 'concurrent' && r.other.run])).toEqual([
-      [b.id, a.id],
-      [b.id, a.id],
-    ]);
-    a.child.kill('SIGKILL');
-    await a.exited;
-    const c = await run('c1', 'sb-c', 100, 65_532);
-    expect(await c.exited).toBe(0);
-    expect(met()).toHaveLength(2);
-    expect(readdirSync(join(runsDir, 'c1'))).toEqual([]);
-  });
+  // A local lane on a root machine runs each sandbox as its own uid (separate-uid isolation), where
+  // this node can run as another uid at all (not one under a root-only directory, as npx's node@26).
+  it.runIf(probeSeparateUid(join(tmpdir(), 'lanes-soak-agent-probe')).ok)(
+    'records the overlap between runs of different uids, and a later run of a third uid removes the dead ones',
+    async () => {
+      const a = await run('c1', 'sb-a', 3_000, 65_533);
+      const b = await run('c1', 'sb-b', 100, 65_534);
+      expect(await b.exited).toBe(0);
+      expect(met().map((r) => [r.run, r.type === 'concurrent' && r.other.run])).toEqual([
+        [b.id, a.id],
+        [b.id, a.id],
+      ]);
+      a.child.kill('SIGKILL');
+      await a.exited;
+      const c = await run('c1', 'sb-c', 100, 65_532);
+      expect(await c.exited).toBe(0);
+      expect(met()).toHaveLength(2);
+      expect(readdirSync(join(runsDir, 'c1'))).toEqual([]);
+    },
+  );
 
   it('records none for overlapping runs of different cards', async () => {
     const a = await run('c1', 'sb-a', 1_000);

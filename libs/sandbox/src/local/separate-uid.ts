@@ -52,7 +52,9 @@ function runProbe(baseDir: string, execPath: string): SeparateUidProbe {
   const closed = closedAncestor(baseDir);
   if (closed) return { ok: false, why: `${closed} is not passable by other users (needs o+x), so agent uids cannot reach their sandboxes under ${baseDir}` };
   const uid = DEFAULT_AGENT_UID_BASE + AGENT_UID_COUNT - 1;
-  const run = spawnSync('setpriv', [...setprivArgs(uid), '--', execPath, '-e', '0'], { stdio: 'ignore', timeout: PROBE_TIMEOUT_MS });
+  // Through /bin/sh, as the sandbox root starts the init: setpriv's own exec still holds root's
+  // capabilities (a node under a root-only directory runs), while the program it starts has none.
+  const run = spawnSync('setpriv', [...setprivArgs(uid), '--', '/bin/sh', '-c', 'exec "$0" -e 0', execPath], { stdio: 'ignore', timeout: PROBE_TIMEOUT_MS });
   if (run.error) return { ok: false, why: `setpriv could not run (${run.error.message})` };
   if (run.status !== 0)
     return { ok: false, why: `${execPath} does not run as an unprivileged uid (exit ${run.status ?? run.signal}): is it under a directory only root may enter?` };
