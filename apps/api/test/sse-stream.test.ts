@@ -29,12 +29,12 @@ describe('SseStream on a real socket', () => {
     for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
   });
 
-  async function open(config: Partial<SseStreamConfig> = {}, { read = true } = {}): Promise<Harness> {
+  async function open(config: Partial<SseStreamConfig> = {}, { read = true, highWaterMark }: { read?: boolean; highWaterMark?: number } = {}): Promise<Harness> {
     let made: ((h: Omit<Harness, 'client' | 'received'>) => void) | undefined;
     const ready = new Promise<Omit<Harness, 'client' | 'received'>>((r) => {
       made = r;
     });
-    const server = createServer((_req, res) => {
+    const server = createServer(highWaterMark ? { highWaterMark } : {}, (_req, res) => {
       const h = {
         res,
         ends: [] as Harness['ends'],
@@ -61,8 +61,8 @@ describe('SseStream on a real socket', () => {
     const client = connect(port, '127.0.0.1');
     sockets.push(client);
     let text = '';
-    if (read) client.on('data', (d: Buffer) => (text += d.toString()));
-    else client.pause();
+    client.on('data', (d: Buffer) => (text += d.toString()));
+    if (!read) client.pause();
     client.on('error', () => undefined);
     await once(client, 'connect');
     client.write('GET /v1/events HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n');
@@ -133,5 +133,29 @@ describe('SseStream on a real socket', () => {
     await drained;
     await waitFor('the close hook', () => h.closes === 1);
     expect(h.stream.status).toBe('closed');
+  });
+
+  // Node 22 raised the default high-water mark to 64 KiB; a cap below the socket's mark must still pace a catch-up.
+  it('a catch-up paced by needsDrain/drained stays under a cap smaller than the socket high-water mark, and the client gets every event', async () => {
+    const h = await open({ maxBufferedBytes: 16 * 1024 }, { read: false, highWaterMark: 1024 * 1024 });
+    h.stream.begin('0-0');
+    const ids: string[] = [];
+    let resumed = false;
+    for (let i = 1; i <= 400 && h.stream.isOpen; i++) {
+      const id = `${i}-0`;
+      ids.push(id);
+      h.stream.push([frameOf(id, 'a', 1_000)]);
+      if (h.stream.needsDrain) {
+        if (!resumed) {
+          resumed = true;
+          h.client.resume();
+        }
+        await h.stream.drained();
+      }
+    }
+    expect(h.ends).toEqual([]);
+    expect(h.stream.status).toBe('open');
+    await waitFor('every event at the client', () => h.received().includes('id: 400-0\n'));
+    expect(ids).toHaveLength(400);
   });
 });

@@ -25,6 +25,8 @@ export type SseEndReason = 'slow-consumer' | 'server-closing' | 'redis-unavailab
 export type SseStreamState = 'new' | 'open' | 'ending' | 'closed';
 
 const KEEPALIVE_FRAME = ': keepalive\n\n';
+/** How often a paced stream looks at its unsent output while it waits below the socket's high-water mark. */
+const DRAIN_POLL_MS = 5;
 const KEEPALIVE_BYTES = Buffer.byteLength(KEEPALIVE_FRAME);
 
 const END_COMMENTS: Record<Exclude<SseEndReason, 'client-closed'>, string> = {
@@ -106,14 +108,29 @@ export class SseStream implements FanoutSink {
     }
   }
 
+  /**
+   * Its unsent output has reached the pacing mark: the socket's high-water mark, or half the cap when
+   * that is lower. Node 22 raised the default high-water mark to 64 KiB, above a small cap, so a
+   * catch-up paced by the high-water mark alone overflowed the cap and dropped a healthy client.
+   */
   get needsDrain(): boolean {
-    return this.state === 'open' && this.res.writableNeedDrain;
+    return this.state === 'open' && (this.res.writableNeedDrain || this.res.writableLength >= this.paceBytes);
   }
 
+  private get paceBytes(): number {
+    return Math.min(this.res.writableHighWaterMark, Math.floor(this.config.maxBufferedBytes / 2));
+  }
+
+  /** Resolves once the output is below the pacing mark again, or the stream has ended. */
   drained(): Promise<void> {
     if (!this.needsDrain) return Promise.resolve();
     return new Promise((resolve) => {
+      // 'drain' comes only after a write the socket refused; below its high-water mark the buffer is watched instead.
+      const watch = setInterval(() => {
+        if (!this.needsDrain) done();
+      }, DRAIN_POLL_MS).unref();
       const done = () => {
+        clearInterval(watch);
         this.res.off('drain', done);
         this.res.off('close', done);
         resolve();
