@@ -188,6 +188,8 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
       expect(done.result).toEqual({ run: 1 });
       expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
       expect(ledger()).toEqual(['start 1', 'end 1']);
+      // The worker logs the late commit when its script's reply arrives, which may be after the API already reads done.
+      await waitFor('the late commit logged', () => logs.some((l) => l.event === 'card.late-commit'));
       expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([expect.objectContaining({ cardId: 'late-1', to: 'done' })]);
       expect(logs.filter((l) => l.event === 'card.stale-write' || l.event === 'card.discarded')).toEqual([]);
       const job = await api.stack.api!.queues.job('late-1', 'part-late');
