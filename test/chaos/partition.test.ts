@@ -88,6 +88,7 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
   let dir: string;
   let link: Awaited<ReturnType<typeof partitionableLink>>;
   const stacks: TestStack[] = [];
+  const conns: Array<ReturnType<typeof createRedis>> = [];
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -95,6 +96,7 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
     dir = mkdtempSync(join(tmpdir(), 'lanes-partition-'));
   });
   afterAll(async () => {
+    for (const c of conns) c.disconnect();
     link?.heal();
     for (const s of stacks.reverse()) await s.stop();
     await link?.close();
@@ -146,12 +148,18 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
     expect(ledger()).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
   }, 90_000);
 
-  it("the cut-off worker's finished run commits once it heals, when nobody took the card meanwhile: one run in the ledger, one done", async () => {
-    const agentPath = join(dir, 'agent-on-cue.mjs');
-    const ledgerPath = join(dir, 'ledger-on-cue.txt');
-    const goPath = join(dir, 'go');
+  /**
+   * A lane whose only worker reaches Redis through the link (so nobody else can take its card over),
+   * its agent on cue, and an API beside it on Redis directly: run 1 of `cardId` is started, then the
+   * link cut while the job is off the stalled check's list (each renewal takes it off, each check puts
+   * it back), so the first check after the heal only marks it, as after any renewal.
+   */
+  async function cutOffOnCue(name: string, cardId: string) {
+    const agentPath = join(dir, `${name}-agent.mjs`);
+    const ledgerPath = join(dir, `${name}-ledger.txt`);
+    const goPath = join(dir, `${name}-go`);
     writeFileSync(agentPath, AGENT_ON_CUE);
-    const lane = { name: 'part-late', slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath, FENCE_GO: goPath } };
+    const lane = { name, slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath, FENCE_GO: goPath } };
     const common = { sandboxDir: join(dir, 'sandboxes'), lockDurationMs: LOCK_DURATION_MS, heartbeatIntervalMs: 500 };
     const ledger = () => (existsSync(ledgerPath) ? readFileSync(ledgerPath, 'utf8').trim().split('\n') : []);
     const logs: Array<Record<string, unknown>> = [];
@@ -163,81 +171,59 @@ describe('chaos: one worker partitioned from Redis while its card finishes', () 
     });
     const api = await startTestStack(redis.url, [lane], { ...common, parts: { api: true, worker: false, supervisor: false } });
     stacks.push(api);
-    // The only worker reaches Redis through the link, so nobody else can take the card over.
-    const a = await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) });
-    stacks.push(a);
+    stacks.push(await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) }));
     const conn = createRedis(redis.url);
-    try {
-      await api.api.request('POST', '/v1/cards', { id: 'late-1', lane: 'part-late', title: 'finishes while cut off, and nobody took it' });
-      await waitFor('run 1 to start on worker A', () => ledger().length === 1);
-      // Cut while the job is off the stalled check's list (each renewal takes it off, each check puts
-      // it back): the first check after the heal then only marks it, as after any renewal.
-      const stalled = async () => (await conn.sismember(keys.jobStalled('part-late'), 'late-1')) === 1;
-      await waitFor('a renewal since the last stalled check', async () => !(await stalled()));
-      link.cut();
-      expect(await stalled()).toBe(false);
+    conns.push(conn);
+    await api.api.request('POST', '/v1/cards', { id: cardId, lane: name, title: 'finishes while its worker is cut off' });
+    await waitFor('run 1 to start on the cut-off worker', () => ledger().length === 1);
+    const stalled = async () => (await conn.sismember(keys.jobStalled(name), cardId)) === 1;
+    await waitFor('a renewal since the last stalled check', async () => !(await stalled()));
+    link.cut();
+    expect(await stalled()).toBe(false);
+    return {
+      api,
+      logs,
+      ledger,
+      /** Lets run 1 finish, in its sandbox, while the worker is cut off. */
+      finish: async () => {
+        writeFileSync(goPath, '');
+        await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
+      },
+      lockLapsed: () => waitFor("the run's lock to lapse", async () => (await conn.exists(keys.jobLock(name, cardId))) === 0, { timeoutMs: LOCK_DURATION_MS + 5_000 }),
+    };
+  }
 
-      writeFileSync(goPath, '');
-      await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
-      await waitFor('the run to be fenced', () => logs.some((l) => l.event === 'card.fenced'), { timeoutMs: LOCK_DURATION_MS + 5_000 });
-      await waitFor("the run's lock to lapse", async () => (await conn.exists(keys.jobLock('part-late', 'late-1'))) === 0, { timeoutMs: LOCK_DURATION_MS + 5_000 });
-      expect((await api.api.card('late-1'))!.state).toBe('running');
+  it("the cut-off worker's finished run commits once it heals, when nobody took the card meanwhile: one run in the ledger, one done", async () => {
+    const { api, logs, ledger, finish, lockLapsed } = await cutOffOnCue('part-late', 'late-1');
+    await finish();
+    await waitFor('the run to be fenced', () => logs.some((l) => l.event === 'card.fenced'), { timeoutMs: LOCK_DURATION_MS + 5_000 });
+    await lockLapsed();
+    expect((await api.api.card('late-1'))!.state).toBe('running');
 
-      link.heal();
-      const done = await api.api.waitCard('late-1', 'done by run 1, committed late', (c) => c.state === 'done', 30_000);
-      expect(done.result).toEqual({ run: 1 });
-      expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
-      expect(ledger()).toEqual(['start 1', 'end 1']);
-      // The worker logs the late commit when its script's reply arrives, which may be after the API already reads done.
-      await waitFor('the late commit logged', () => logs.some((l) => l.event === 'card.late-commit'));
-      expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([expect.objectContaining({ cardId: 'late-1', to: 'done' })]);
-      expect(logs.filter((l) => l.event === 'card.stale-write' || l.event === 'card.discarded')).toEqual([]);
-      const job = await api.stack.api!.queues.job('late-1', 'part-late');
-      await waitFor('the job to complete', async () => (await job?.getState()) === 'completed');
-    } finally {
-      conn.disconnect();
-    }
+    link.heal();
+    const done = await api.api.waitCard('late-1', 'done by run 1, committed late', (c) => c.state === 'done', 30_000);
+    expect(done.result).toEqual({ run: 1 });
+    expect(done.history.map((h) => h.state)).toEqual(['queued', 'running', 'done']);
+    expect(ledger()).toEqual(['start 1', 'end 1']);
+    // The worker logs the late commit when its script's reply arrives, which may be after the API already reads done.
+    await waitFor('the late commit logged', () => logs.some((l) => l.event === 'card.late-commit'));
+    expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([expect.objectContaining({ cardId: 'late-1', to: 'done' })]);
+    expect(logs.filter((l) => l.event === 'card.stale-write' || l.event === 'card.discarded')).toEqual([]);
+    const job = await api.stack.api!.queues.job('late-1', 'part-late');
+    await waitFor('the job to complete', async () => (await job?.getState()) === 'completed');
   }, 90_000);
 
   it('a cancel answered while the worker was cut off wins over its finished run: the card ends cancelled, and nothing runs again', async () => {
-    const agentPath = join(dir, 'agent-cancel.mjs');
-    const ledgerPath = join(dir, 'ledger-cancel.txt');
-    const goPath = join(dir, 'go-cancel');
-    writeFileSync(agentPath, AGENT_ON_CUE);
-    const lane = { name: 'part-cancel', slots: 1, agent: [process.execPath, agentPath], killGraceMs: 100, env: { FENCE_LEDGER: ledgerPath, FENCE_GO: goPath } };
-    const common = { sandboxDir: join(dir, 'sandboxes'), lockDurationMs: LOCK_DURATION_MS, heartbeatIntervalMs: 500 };
-    const ledger = () => (existsSync(ledgerPath) ? readFileSync(ledgerPath, 'utf8').trim().split('\n') : []);
-    const logs: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
-    const api = await startTestStack(redis.url, [lane], { ...common, parts: { api: true, worker: false, supervisor: false } });
-    stacks.push(api);
-    const a = await startTestStack(link.url, [lane], { ...common, parts: { api: false, worker: true, supervisor: false }, log: pino({ level: 'warn' }, sink) });
-    stacks.push(a);
-    const conn = createRedis(redis.url);
-    try {
-      await api.api.request('POST', '/v1/cards', { id: 'cancel-1', lane: 'part-cancel', title: 'cancelled while its worker is cut off' });
-      await waitFor('run 1 to start on worker A', () => ledger().length === 1);
-      const stalled = async () => (await conn.sismember(keys.jobStalled('part-cancel'), 'cancel-1')) === 1;
-      await waitFor('a renewal since the last stalled check', async () => !(await stalled()));
-      link.cut();
-      expect((await api.api.request('POST', '/v1/cards/cancel-1/cancel', {})).status).toBe(202);
-      // The agent finishes after the cancel was answered; its worker never heard of it.
-      writeFileSync(goPath, '');
-      await waitFor('run 1 to finish in its sandbox', () => ledger().includes('end 1'));
-      await waitFor("the run's lock to lapse", async () => (await conn.exists(keys.jobLock('part-cancel', 'cancel-1'))) === 0, { timeoutMs: LOCK_DURATION_MS + 5_000 });
-      link.heal();
-      const ended = await api.api.waitCard('cancel-1', 'cancelled', (c) => c.state === 'cancelled' || c.state === 'done', 30_000);
-      expect(ended.state).toBe('cancelled');
-      expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([]);
-      expect(logs.filter((l) => l.event === 'card.stale-write')).toEqual([expect.objectContaining({ cardId: 'cancel-1', to: 'done' })]);
-      expect(ledger()).toEqual(['start 1', 'end 1']);
-    } finally {
-      conn.disconnect();
-    }
+    const { api, logs, ledger, finish, lockLapsed } = await cutOffOnCue('part-cancel', 'cancel-1');
+    expect((await api.api.request('POST', '/v1/cards/cancel-1/cancel', {})).status).toBe(202);
+    // The agent finishes after the cancel was answered; its worker never heard of it.
+    await finish();
+    await lockLapsed();
+    link.heal();
+    const ended = await api.api.waitCard('cancel-1', 'cancelled', (c) => c.state === 'cancelled' || c.state === 'done', 30_000);
+    expect(ended.state).toBe('cancelled');
+    expect(logs.filter((l) => l.event === 'card.late-commit')).toEqual([]);
+    expect(logs.filter((l) => l.event === 'card.stale-write')).toEqual([expect.objectContaining({ cardId: 'cancel-1', to: 'done' })]);
+    expect(ledger()).toEqual(['start 1', 'end 1']);
   }, 90_000);
 });
