@@ -98,8 +98,10 @@ describe('READ_FILE_SCRIPT in a real shell', () => {
         'swapper',
         join(root, 'out'),
       ],
-      { stdio: 'ignore' },
+      // Its own process group: the kill below takes its mv/ln/mkfifo too, which would write on while the directory is removed.
+      { stdio: 'ignore', detached: true },
     );
+    const swapperExited = new Promise((r) => swapper.once('exit', r));
     const seen = new Map<string, number>();
     try {
       // Without the checks after the open, about 1 read in 25 here returned linked.txt's content.
@@ -116,7 +118,8 @@ describe('READ_FILE_SCRIPT in a real shell', () => {
         seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
       }
     } finally {
-      swapper.kill('SIGKILL');
+      process.kill(-swapper.pid!, 'SIGKILL');
+      await swapperExited;
     }
     const allowed = new Set([
       original,
