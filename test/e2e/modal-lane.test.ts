@@ -147,8 +147,11 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     expect(done.sandboxId).not.toBe(running.sandboxId);
     expect(done.attempts).toBe(1);
     expect(done.infraRetries).toBe(1);
-    // The exit code came from the poll made while the command ran; recovery did not poll again.
-    expect(server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore).toBe(1);
+    // The exit code came from a poll: the liveness poll made while the command ran, or, when the
+    // command's 137 arrived first, the one poll rule 1 makes before the verdict. Recovery polled no more.
+    const polls = server.faults.calls('SandboxWaitV2', running.sandboxId!) - pollsBefore;
+    expect(polls).toBeGreaterThanOrEqual(1);
+    expect(polls).toBeLessThanOrEqual(2);
   });
 
   it('a router connection dropped mid-card: the SDK resumes and the card reaches done in the same sandbox', async () => {
