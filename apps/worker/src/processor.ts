@@ -178,7 +178,18 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   }
 
   const sink = jobLogSink((lines) => appendJobLog(deps.redis, deps.lane.name, job.id ?? card.id, lines, job.opts.keepLogs));
-  const result = await runCard(runDeps, { card, lane: deps.lane, attempt: context.attempt, signal: controller.signal, onOutput: sink.onOutput }, prepared);
+  const result = await runCard(
+    runDeps,
+    {
+      card,
+      lane: deps.lane,
+      attempt: context.attempt,
+      signal: controller.signal,
+      answerOutlivesStop: () => controller.signal.reason === ('shutdown' satisfies StopReason),
+      onOutput: sink.onOutput,
+    },
+    prepared,
+  );
   sink.flush();
   let outcome: CardOutcome;
   run.finishedAgentRun = isFinishedAgentRun(result);

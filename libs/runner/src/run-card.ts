@@ -17,6 +17,13 @@ export interface RunInput {
   /** The card this sandbox ran before, if another: its directory goes as this card's are reset, so a sandbox keeps at most one finished card's files. */
   previousCardId?: string;
   signal?: AbortSignal;
+  /**
+   * Whether an agent that ends with its own answer (exit 0, or 75) after `signal` was aborted keeps
+   * that answer. True for a graceful shutdown: nobody asked this card to stop, so a run that
+   * finished as the stop reached it is committed, not run again (DESIGN "No finished run is thrown
+   * away"). Unset for a board's cancel, which ends the card cancelled whatever the agent answers.
+   */
+  answerOutlivesStop?: () => boolean;
   onOutput?: (stream: OutputStream, chunk: string) => void;
 }
 
@@ -53,7 +60,7 @@ export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise
   for (const { step, argv, timeoutMs } of steps) {
     last = await checkedExec(handle, argv, { cwd: paths.workDir, env, timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput }, deps);
     const stop = interruption(last, step);
-    if (stop) return stop;
+    if (stop && !(step === 'agent' && stop.kind === 'cancelled' && answered(last) && input.answerOutlivesStop?.())) return stop;
     if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);
   }
   return interpretAgent(deps, paths, last!, lane.maxResultBytes);
@@ -95,6 +102,11 @@ function interruption(c: CheckedCommand, step: Step): RunOutcome | undefined {
     case 'command-failed':
       return undefined;
   }
+}
+
+/** The command ended by itself with an answer of the agent protocol, not a signal's code. */
+function answered(c: CheckedCommand): boolean {
+  return c.outcome.kind === 'exited' && !c.outcome.timedOut && (c.outcome.exitCode === 0 || c.outcome.exitCode === NEEDS_HUMAN_EXIT_CODE);
 }
 
 function failed(c: CheckedCommand, step: Step): RunOutcome {

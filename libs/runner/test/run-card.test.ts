@@ -36,6 +36,7 @@ switch (m.mode) {
   case 'sh': { const { execFileSync } = await import('node:child_process'); execFileSync('sh', ['-c', m.script], { stdio: 'inherit' }); process.exit(m.exitCode ?? 0); }
   case 'by-attempt': if (process.env.LANES_ATTEMPT === '1') write('result.json', { attempt: 1 }); process.exit(0);
   case 'sleep': console.log('started'); setInterval(() => undefined, 1_000); break;
+  case 'answer-on-int': process.on('SIGINT', () => { write('result.json', JSON.stringify(m.result)); process.exit(m.exitCode); }); console.log('started'); setInterval(() => undefined, 1_000); break;
   default: console.error('unknown mode ' + m.mode); process.exit(2);
 }
 `;
@@ -81,11 +82,18 @@ describe('runCard on a real local sandbox', () => {
   const run = (
     c: Card,
     l: LaneConfig = lane(),
-    extra: { attempt?: number; signal?: AbortSignal; onOutput?: (s: OutputStream, chunk: string) => void; on?: SandboxHandle } = {},
+    extra: { attempt?: number; signal?: AbortSignal; answerOutlivesStop?: () => boolean; onOutput?: (s: OutputStream, chunk: string) => void; on?: SandboxHandle } = {},
   ): Promise<RunOutcome> =>
     runCard(
       { handle: extra.on ?? handle, newNonce, canaryTimeoutMs: CANARY_TIMEOUT_MS },
-      { card: c, lane: l, attempt: extra.attempt ?? 1, ...(extra.signal ? { signal: extra.signal } : {}), ...(extra.onOutput ? { onOutput: extra.onOutput } : {}) },
+      {
+        card: c,
+        lane: l,
+        attempt: extra.attempt ?? 1,
+        ...(extra.signal ? { signal: extra.signal } : {}),
+        ...(extra.answerOutlivesStop ? { answerOutlivesStop: extra.answerOutlivesStop } : {}),
+        ...(extra.onOutput ? { onOutput: extra.onOutput } : {}),
+      },
     );
   /** onOutput that resolves once the agent printed `started`. */
   const started = () => {
@@ -331,6 +339,27 @@ describe('runCard on a real local sandbox', () => {
     expect(await running).toEqual({ kind: 'cancelled', step: 'agent' });
     expect(await handle.poll()).toEqual({ state: 'live' });
     expect(await run(card({ mode: 'result', result: 'after cancel' }))).toEqual({ kind: 'done', result: 'after cancel', step: 'agent' });
+  });
+
+  // An agent that answers once the stop reaches it (its SIGINT): a shutdown keeps an answer of the
+  // protocol (exit 0, 75), a cancel never does, and an exit of its own failure stays a stop.
+  it.each([
+    ['exit 0, shutdown', 0, true, { kind: 'done', result: 'finished', step: 'agent' }],
+    ['exit 75, shutdown', 75, true, { kind: 'needs-human', reason: 'started', exitCode: 75, step: 'agent' }],
+    ['exit 0, cancel', 0, false, { kind: 'cancelled', step: 'agent' }],
+    ['exit 130, shutdown', 130, true, { kind: 'cancelled', step: 'agent' }],
+    ['exit 1, shutdown', 1, true, { kind: 'cancelled', step: 'agent' }],
+  ])('an abort answered with %s', async (_name, exitCode, outlives, expected) => {
+    const controller = new AbortController();
+    const watch = started();
+    const running = run(card({ mode: 'answer-on-int', result: 'finished', exitCode }), lane(), {
+      signal: controller.signal,
+      answerOutlivesStop: () => outlives,
+      onOutput: watch.onOutput,
+    });
+    await watch.promise;
+    controller.abort();
+    expect(await running).toEqual(expected);
   });
 
   it('an already-aborted signal is cancelled before the agent starts', async () => {
