@@ -431,7 +431,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
         ...unknownReaps.map((r) => `${r.sandboxId}: owner unknown (slot ${r.slot ?? '?'}, owner ${r.owner ?? '?'})`),
         ...input.logs.unnamedReaps.map((r) => `no sandbox id at ${new Date(r.atMs).toISOString()} (slot ${r.slot ?? '?'}, ${r.reason ?? 'no reason'})`),
       ].slice(0, EXAMPLES),
-      discardedRuns: wasted.discarded.slice(0, EXAMPLES).map((d) => `${d.card}: run ${d.run} in ${d.sandbox}: ${d.explained ?? 'unexplained'}`),
+      discardedRuns: wasted.discarded.slice(0, EXAMPLES).map((d) => `${d.card}: run ${d.run} in ${d.sandbox}: ${d.explained ?? `unexplained; its card: ${d.trail}`}`),
       failoverLosses: failoverRecords
         .flatMap((f) => [
           ...f.vanished.map((id) => `${id}: record gone on ${f.newPrimary}${f.reposted.includes(id) ? ', re-posted' : ''}, now ${input.cards.get(id)?.state ?? 'no answer'}`),

@@ -67,8 +67,14 @@ describe('wastedRuns: finished agent runs no card move recorded', () => {
     expect(w.runsPerDoneCard).toBe(2);
     expect(w.discarded).toHaveLength(1);
     expect(w.discarded[0]).toMatchObject({ card: 'c1', run: 'a', sandbox: 'sb-a' });
-    if (why === undefined) expect(w.discarded[0]!.explained).toBeUndefined();
-    else expect(w.discarded[0]!.explained).toContain(why);
+    if (why === undefined) {
+      expect(w.discarded[0]!.explained).toBeUndefined();
+      // What lanes did with the card, for the post-mortem of a CI run that keeps no logs.
+      expect(w.discarded[0]!.trail).toBe(`queued → running sb-a (slot ${W}-soak-0) → running sb-b (slot other-soak-0) → done sb-b`);
+    } else {
+      expect(w.discarded[0]!.explained).toContain(why);
+      expect(w.discarded[0]!.trail).toBeUndefined();
+    }
   });
 
   it('every finished run of a card that did not end done is discarded', () => {

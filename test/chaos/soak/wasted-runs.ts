@@ -32,6 +32,8 @@ export interface DiscardedRun {
   explained?: string;
   /** The explanation is a failover's. */
   byFailover?: boolean;
+  /** For an unexplained one: its card's history, so the report shows what lanes did with the card. */
+  trail?: string;
 }
 
 export interface WastedRuns {
@@ -84,6 +86,12 @@ function failoverExplanation(run: Run, ctx: WastedRunContext): string | undefine
   return undefined;
 }
 
+/** The card's moves, each with its sandbox and message: `running lsb-… (slot w-soak-0) → queued (handed back on shutdown) → …`. */
+export function trailOf(card: CardRecord | undefined): string {
+  if (!card) return 'no card record';
+  return card.history.map((h) => [h.state, h.sandboxId, h.message ? `(${h.message})` : undefined].filter(Boolean).join(' ')).join(' → ');
+}
+
 /**
  * Finished agent runs that no card move recorded (issue "No finished run wasted"): every `ok` run of
  * a card that did not end done, and every one but the committed run of a done card.
@@ -103,7 +111,13 @@ export function wastedRuns(ctx: WastedRunContext): WastedRuns {
       if (r === committed) continue;
       const why = explain(r, ctx);
       const byFailover = why !== undefined && why === failoverExplanation(r, ctx);
-      discarded.push({ card: id, run: r.run, sandbox: r.sandbox, ...(why ? { explained: why } : {}), ...(byFailover ? { byFailover } : {}) });
+      discarded.push({
+        card: id,
+        run: r.run,
+        sandbox: r.sandbox,
+        ...(why ? { explained: why } : { trail: trailOf(card) }),
+        ...(byFailover ? { byFailover } : {}),
+      });
     }
   }
   return { finished, runsPerDoneCard: doneCards ? startedForDone / doneCards : 0, discarded };
