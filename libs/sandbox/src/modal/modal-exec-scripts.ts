@@ -124,10 +124,11 @@ export const READ_FILE_SCRIPT = [
   'root="$1"; rel="$2"; cap="$3"',
   // Without one of these the read would come back empty or garbled, not fail.
   'for t in wc head base64 tr; do command -v "$t" >/dev/null 2>&1 || { echo "lanes: $t is missing from the sandbox image" >&2; exit 127; }; done',
-  // kind F: what F is when it is not a regular file; silent for a regular file. Never opens F.
+  // kind F: what F is when it is not a regular file; silent for a regular file. Never opens F. Each
+  // test is a stat of its own, so a path swapped between them may match none: it changed under us.
   'kind() {',
   '  if [ -p "$1" ]; then echo "a FIFO"; elif [ -d "$1" ]; then echo "a directory"; elif [ -S "$1" ]; then echo "a socket"',
-  '  elif [ -c "$1" ]; then echo "a character device"; elif [ -b "$1" ]; then echo "a block device"; elif [ ! -f "$1" ]; then echo "not a file"; fi',
+  '  elif [ -c "$1" ]; then echo "a character device"; elif [ -b "$1" ]; then echo "a block device"; elif [ ! -f "$1" ]; then echo "changing or of no known type"; fi',
   '}',
   'refused() { k=$(kind "$1"); [ -n "$k" ] && echo "type $k"; }',
   // walk: p becomes the path; a link on any component, or a missing one, is the verdict (status 1).
