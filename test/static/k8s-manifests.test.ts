@@ -12,7 +12,9 @@ import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Service } from 'kubernetes-models/v1/Service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { Queue } from 'bullmq';
 import { PROJECT_DIR } from '@lanes/cli';
+import { createRedis, QUEUE_PREFIX } from '@lanes/queue';
 import { LanesEnvSchema, parseLanesConfig, type LaneConfigInput } from '@lanes/contracts';
 import { freePort, spawnWorker, startRedis, startTestStack, waitFor, type TestRedis, type TestStack, type WorkerProcess } from '../harness/index.js';
 import { restrictedViolations, type PodSpec } from './pod-security.js';
@@ -472,27 +474,37 @@ describe('deploy/k8s worker probes against a running lanes worker', () => {
     // The manifests' own lanes config and probe paths; a free port stands in for the container's.
     const port = await freePort();
     // The manifests' own lanes, on the local provider: the probes answer the same whatever a lane's
-    // provider is, and no Modal account is reached from here (the lane's own agent is not needed).
-    const lanes = (JSON.parse(find('ConfigMap', 'lanes-config').data!['lanes.json']!).lanes as LaneConfigInput[]).map(({ files: _files, image: _image, ...lane }) => ({
-      ...lane,
-      provider: 'local' as const,
-      agent: ['true'],
-    }));
+    // provider is, and no Modal account is reached from here. The agent holds the drain open: it
+    // says it started, then ignores SIGINT and SIGTERM until the kill's SIGKILL (two graces).
+    const started = join(dir, 'agent-started');
+    const lanes = localLanes().map((lane) => ({ ...lane, agent: ['sh', '-c', `trap '' INT TERM; touch ${started}; sleep 60`], killGraceMs: DRAIN_GRACE_MS }));
     worker = spawnWorker({ dir, redisUrl: redis.url, sandboxDir: join(dir, 'sandboxes'), lanes, env: { LANES_HEALTH_PORT: String(port), LANES_HEARTBEAT_INTERVAL_MS: '200' } });
     const url = (path: string) => `http://127.0.0.1:${port}${path}`;
     await waitFor('the worker readiness probe to answer 200', async () => (await fetch(url(c.readinessProbe!.httpGet!.path))).status === 200, { timeoutMs: 30_000 });
     expect((await fetch(url(c.livenessProbe!.httpGet!.path))).status).toBe(200);
+    // A card straight onto the lane's queue (the worker makes its record), so the drain has work to hand back.
+    const conn = createRedis(redis.url);
+    const queue = new Queue(lanes[0]!.name, { connection: conn, prefix: QUEUE_PREFIX });
+    try {
+      await queue.add('card', { id: 'drain-probe', lane: lanes[0]!.name, title: 'holds the drain open' }, { jobId: 'drain-probe' });
+      await waitFor('the agent to start', () => existsSync(started), { timeoutMs: 30_000 });
+    } finally {
+      await queue.close();
+      conn.disconnect();
+    }
     // Draining: not ready any more, still alive, until the process is gone.
     const exited = new Promise((r) => worker!.child.once('exit', r));
     worker.child.kill('SIGTERM');
     const seen = await waitFor('readiness 503 while draining, or the exit', async () => {
       if (worker!.child.exitCode !== null) return 'exited';
       const res = await fetch(url('/readyz')).catch(() => undefined);
-      return res?.status === 503 ? 'not-ready' : undefined;
+      if (res?.status !== 503) return undefined;
+      // Alive while it drains: liveness is never tied to the drain.
+      return (await fetch(url(c.livenessProbe!.httpGet!.path))).status === 200 ? 'not-ready' : 'not-alive';
     });
     expect(seen).toBe('not-ready');
     await exited;
-  });
+  }, 60_000);
 });
 
 /** The manifests' own lanes, on the local provider: the probes answer the same whatever a lane's provider is, and no Modal account is reached from here. */
@@ -503,6 +515,8 @@ const localLanes = (): LaneConfigInput[] =>
     agent: ['true'],
   }));
 const LANES_BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
+/** The worker-probe test's kill grace: its agent outlasts SIGINT and SIGTERM, so the drain takes two of these. */
+const DRAIN_GRACE_MS = 1_500;
 const exitOf = (child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> =>
   child.exitCode !== null || child.signalCode !== null
     ? Promise.resolve({ code: child.exitCode, signal: child.signalCode })
