@@ -27,8 +27,22 @@ export const JOB_LAYOUT_WRITABLE = installedBullmqVersion === JOB_LAYOUT_BULLMQ_
  * when it stores them (`optsAsJSON`), so they are stored as given.
  */
 export function jobLayoutOpts(card: Card, lane: Pick<LaneConfig, 'attempts'> & Partial<Pick<LaneConfig, 'retention'>>): string {
-  return JSON.stringify(jobOptions(card, lane));
+  // Only jobId differs between the cards of one lane and priority: the rest is stringified once.
+  let byPriority = optsTemplates.get(lane);
+  if (!byPriority) optsTemplates.set(lane, (byPriority = new Map()));
+  let template = byPriority.get(card.priority);
+  if (!template) {
+    const json = JSON.stringify(jobOptions({ ...card, id: ID_MARK }, lane));
+    const at = json.indexOf(JSON.stringify(ID_MARK));
+    template = [json.slice(0, at), json.slice(at + JSON.stringify(ID_MARK).length)];
+    byPriority.set(card.priority, template);
+  }
+  return template[0] + JSON.stringify(card.id) + template[1];
 }
+
+/** Stands for the card's id in a lane's options template: no id can hold it (ids are [A-Za-z0-9._-]). */
+const ID_MARK = '\u0000';
+const optsTemplates = new WeakMap<object, Map<number, [string, string]>>();
 
 /**
  * Lua, for the enqueue script: `writeJob(qp, lane, id, data, opts, priority, timestampMs)` adds the
@@ -37,6 +51,11 @@ export function jobLayoutOpts(card: Card, lane: Pick<LaneConfig, 'attempts'> & P
  * or at its concurrency limit) is read once per lane per script: nothing in the script changes it.
  * A prioritized job's score is BullMQ's: priority × 2³² plus the queue's priority counter, so jobs
  * of one priority keep the order they came in.
+ *
+ * BullMQ's add bumps the queue's id counter and sets its marker once per job; `finishJobs()` does
+ * both once per lane after the script's last writeJob (an INCRBY of the jobs written, one ZADD), the
+ * same end state, since nothing runs between the commands of a script. A script that calls
+ * writeJob calls finishJobs before it returns.
  */
 export const WRITE_JOB_LUA = `
 local laneQueueState = {}
@@ -51,15 +70,23 @@ local function queueState(jq)
   local attrs = redis.call('HMGET', jq .. 'meta', 'paused', 'concurrency')
   local held = attrs[1] and true or false
   if not held and attrs[2] then held = redis.call('LLEN', jq .. 'active') >= tonumber(attrs[2]) end
-  s = {maxEvents = maxEvents, held = held}
+  s = {maxEvents = maxEvents, held = held, written = 0}
   laneQueueState[jq] = s
   return s
+end
+local function finishJobs()
+  for jq, s in pairs(laneQueueState) do
+    if s.written > 0 then
+      redis.call('INCRBY', jq .. 'id', s.written)
+      if s.wrote and not s.held then redis.call('ZADD', jq .. 'marker', 0, '0') end
+    end
+  end
 end
 local function writeJob(qp, lane, id, data, opts, priority, timestampMs)
   local jq = qp .. ':' .. lane .. ':'
   local jobKey = jq .. id
   local s = queueState(jq)
-  redis.call('INCR', jq .. 'id')
+  s.written = s.written + 1
   if redis.call('EXISTS', jobKey) == 1 then
     redis.call('XADD', jq .. 'events', 'MAXLEN', '~', s.maxEvents, '*', 'event', 'duplicated', 'jobId', id)
     return
@@ -72,7 +99,7 @@ local function writeJob(qp, lane, id, data, opts, priority, timestampMs)
   else
     redis.call('LPUSH', jq .. 'wait', id)
   end
-  if not s.held then redis.call('ZADD', jq .. 'marker', 0, '0') end
+  s.wrote = true
   redis.call('XADD', jq .. 'events', 'MAXLEN', '~', s.maxEvents, '*', 'event', 'waiting', 'jobId', id)
 end
 `;

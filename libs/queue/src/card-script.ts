@@ -195,7 +195,10 @@ if job ~= '' then
   redis.call('DEL', KEYS[9])
   redis.call('ZREM', jq .. 'completed', ARGV[11])
   redis.call('ZREM', jq .. 'failed', ARGV[11])
-  if job ~= 'clear' then writeJob(ARGV[18], ARGV[19], ARGV[11], redis.call('HGET', KEYS[1], 'card'), job, tonumber(ARGV[20]) or 0, ARGV[9]) end
+  if job ~= 'clear' then
+    writeJob(ARGV[18], ARGV[19], ARGV[11], redis.call('HGET', KEYS[1], 'card'), job, tonumber(ARGV[20]) or 0, ARGV[9])
+    finishJobs()
+  end
 end
 -- A cancel kept on the card: the run that moved it to running is to stop before it starts anything.
 local cancel = (to == 'running' and redis.call('HEXISTS', KEYS[1], '${CANCEL_REQUESTED_FIELD}') == 1) and '1' or '0'

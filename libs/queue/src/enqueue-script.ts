@@ -102,6 +102,8 @@ for i = 1, n do
 end
 local out = {}
 local made, madeHere, hasBlocked = {}, {}, {}
+-- The new ids of each lane, for the per-lane writes after the loop (one call each, not one per card).
+local newIds, newLanes = {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
   -- The job is written here, or (writeJobs off) added by BullMQ after this script.
@@ -121,12 +123,9 @@ for i = 1, n do
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
     redis.call('RPUSH', card .. ':history', ARGV[3])
-    -- Its lane's listing index of queued cards (keys.cardIndex in names.ts), scored by this time.
-    redis.call('ZADD', sp .. ':lane:' .. lane .. ':cards:queued', ARGV[8], id)
-    -- An earlier card of this id expired with its job (retention, card-script.ts) and may have left
-    -- the id in BullMQ's finished sets: out, before BullMQ's age or count trim removes the new job by it.
-    redis.call('ZREM', qp .. ':' .. lane .. ':completed', id)
-    redis.call('ZREM', qp .. ':' .. lane .. ':failed', id)
+    local fresh = newIds[lane]
+    if not fresh then fresh = {}; newIds[lane] = fresh; newLanes[#newLanes + 1] = lane end
+    fresh[#fresh + 1] = id
     -- A lane with no blocked card (the usual case) is asked once per batch, not once per card.
     local blocked = sp .. ':lane:' .. lane .. ':blocked'
     if hasBlocked[lane] == nil then hasBlocked[lane] = redis.call('EXISTS', blocked) == 1 end
@@ -141,6 +140,23 @@ for i = 1, n do
   end
   out[i] = states[i] and (states[i] .. '/' .. before[i]) or ''
 end
+-- Variadic calls in slices: unpack puts every element on Lua's C stack, which holds about 8,000.
+local SLICE = 500
+for _, lane in ipairs(newLanes) do
+  local ids = newIds[lane]
+  for from = 1, #ids, SLICE do
+    local to = math.min(from + SLICE - 1, #ids)
+    -- Its lane's listing index of queued cards (keys.cardIndex in names.ts), scored by this time.
+    local scored = {}
+    for j = from, to do scored[#scored + 1] = ARGV[8]; scored[#scored + 1] = ids[j] end
+    redis.call('ZADD', sp .. ':lane:' .. lane .. ':cards:queued', unpack(scored))
+    -- An earlier card of such an id expired with its job (retention, card-script.ts) and may have left
+    -- the id in BullMQ's finished sets: out, before BullMQ's age or count trim removes the new job by it.
+    redis.call('ZREM', qp .. ':' .. lane .. ':completed', unpack(ids, from, to))
+    redis.call('ZREM', qp .. ':' .. lane .. ':failed', unpack(ids, from, to))
+  end
+end
+finishJobs()
 return {conflict and 'conflict' or 'ok', table.concat(out, ',')}
 `;
 

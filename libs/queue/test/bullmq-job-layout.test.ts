@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LaneConfigSchema, MAX_CARD_PRIORITY, type Card } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions } from '@lanes/queue';
-import { JOB_LAYOUT_BULLMQ_VERSION, JOB_LAYOUT_WRITABLE, installedBullmqVersion } from '../src/bullmq-job-layout.js';
+import { JOB_LAYOUT_BULLMQ_VERSION, JOB_LAYOUT_WRITABLE, installedBullmqVersion, jobLayoutOpts } from '../src/bullmq-job-layout.js';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 /**
@@ -163,5 +163,19 @@ describe('a job written by lanes is the job BullMQ writes', () => {
     );
     expect(taken[0]).toEqual(taken[1]);
     expect(taken[0]).toMatchObject({ id: 'a', name: LANE, data: JSON.stringify(card('a')), opts: jobOptions(card('a'), lane) });
+  });
+});
+
+describe('jobLayoutOpts', () => {
+  it.each([
+    ['default lane', {}],
+    ['attempts and retention of its own', { attempts: 7, retention: { terminalCardDays: 2 } }],
+  ])('is the JSON of jobOptions for every card of a lane (%s), whatever its id and priority', (_name, over) => {
+    const lane = LaneConfigSchema.parse({ name: 'opts', agent: ['true'], ...over });
+    for (const priority of [0, 1, MAX_CARD_PRIORITY, 1])
+      for (const id of ['a', 'card-1.2_x', 'Z'.repeat(128)]) {
+        const card: Card = { id, lane: 'opts', title: 't', priority };
+        expect(jobLayoutOpts(card, lane)).toBe(JSON.stringify(jobOptions(card, lane)));
+      }
   });
 });

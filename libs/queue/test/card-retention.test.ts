@@ -167,6 +167,30 @@ describe('card retention in the transition script', () => {
     },
   );
 
+  it(`a bulk of ${defaults.MAX_BULK_CARDS} over two lanes (the per-lane writes in slices): every new card indexed queued, every expired id out of the finished sets, other ids left there`, async () => {
+    const lanes = parseLanesConfig({
+      lanes: [
+        { name: uid('lane'), agent: ['true'] },
+        { name: uid('lane'), agent: ['true'] },
+      ],
+    }).lanes;
+    const queues = new LaneQueues({ redis, store, lanes, writeJobs: true });
+    try {
+      const cards = Array.from({ length: defaults.MAX_BULK_CARDS }, (_, i) => newCard(lanes[i % 2]!.name));
+      for (const card of cards.filter((_, i) => i % 3 === 0)) await redis.zadd(`${QUEUE_PREFIX}:${card.lane}:completed`, 1, card.id);
+      for (const lane of lanes) await redis.zadd(`${QUEUE_PREFIX}:${lane.name}:completed`, 1, `${lane.name}-someone-else`);
+      const out = await queues.enqueueMany(cards);
+      expect(out.ok && out.results.every((r) => r.created)).toBe(true);
+      for (const lane of lanes) {
+        const ids = cards.filter((c) => c.lane === lane.name).map((c) => c.id);
+        expect((await redis.zrange(keys.cardIndex(lane.name, 'queued'), 0, -1)).sort()).toEqual(ids.sort());
+        expect(await redis.zrange(`${QUEUE_PREFIX}:${lane.name}:completed`, 0, -1)).toEqual([`${lane.name}-someone-else`]);
+      }
+    } finally {
+      await queues.close();
+    }
+  });
+
   it('refuses a cap that could not keep the first entry and the newest', () => {
     expect(() => new CardStore({ redis, now: Date.now, historyMaxEntries: 1 })).toThrow(/historyMaxEntries/);
   });
