@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { PROJECT_DIR } from '@lanes/cli';
 import { isTerminalCardState, type CardRecord } from '@lanes/contracts';
 import { detectIsolation } from '@lanes/sandbox';
+import { keys } from '@lanes/queue';
 import { apiClient, freePort, startSentinelGroup, waitFor, type TestSentinelGroup } from '../harness/index.js';
 
 const BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
@@ -120,6 +121,16 @@ describe('lanes up on Sentinel, across a kill -9 of the primary', () => {
       return running.length >= SLOTS ? running : undefined;
     });
     const before = await group.primaryPort();
+    // The runs in flight waited for the replica before their agents started (replica-ack.ts): the
+    // replica, about to be promoted, has them running, each under its run token.
+    const replica = group.nodes.find((n) => n.port !== before)!;
+    const onReplica = group.connect(replica.port);
+    try {
+      expect(await onReplica.exists(keys.replicaAck())).toBe(1);
+      for (const id of inFlight) expect(await onReplica.hget(keys.card(id), 'state'), id).toBe('running');
+    } finally {
+      onReplica.disconnect();
+    }
     const killedAt = Date.now();
     const killed = await group.killPrimary();
     expect(killed).toBe(before);

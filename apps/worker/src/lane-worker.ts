@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig } from '@lanes/contracts';
-import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues } from '@lanes/queue';
+import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues, type ReplicaAck } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
@@ -54,6 +54,8 @@ export interface LaneWorkerDeps {
   lockDurationMs?: number;
   /** See DEFAULT_CARD_PUBLISH_INTERVAL_MS. */
   cardPublishIntervalMs?: number;
+  /** Where Redis has replicas (Sentinel): a run's claim and its ending wait for one (replica-ack.ts). */
+  replicaAck?: ReplicaAck;
 }
 
 /** One lane in one process: its slots (following the queue), its breaker, and one BullMQ Worker with concurrency = slots. */
@@ -217,6 +219,7 @@ export class LaneWorker {
         lockDurationMs: this.lockDurationMs,
         running: this.running,
         leases: this.leases,
+        ...(this.deps.replicaAck ? { replicaAck: this.deps.replicaAck } : {}),
       }),
       {
         connection: redis,

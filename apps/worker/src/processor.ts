@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
-import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter } from '@lanes/queue';
+import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type ReplicaAck } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
 import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -33,6 +33,12 @@ export interface ProcessorDeps {
   running: Map<string, AbortController>;
   /** Leases by job id, so BullMQ's `lockRenewalFailed` reaches the run it concerns. */
   leases: Map<string, RunLease>;
+  /**
+   * Where Redis has replicas (Sentinel): waits until one has every write so far. The agent starts
+   * only once its claim is on a replica, and a run's ending is on one before BullMQ hears of it, so
+   * a failover loses neither (unless no replica answered in time; replica-ack.ts).
+   */
+  replicaAck?: ReplicaAck;
 }
 
 /** One run of one card: what the shell steps share. */
@@ -164,6 +170,7 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
   run.infraRetries = moved.infraRetries;
   log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
+  await deps.replicaAck?.ack();
   // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
   const fencedEarly = lease.fenceDecision();
   if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
@@ -270,6 +277,7 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
     log.warn({ event: 'card.late-commit', to: action.move.to, sandboxId: context.sandboxId, fence: fenced?.reason }, 'card.late-commit');
   }
   log.info({ event: `card.${action.move.to}`, sandboxId: context.sandboxId }, `card.${action.move.to}`);
+  await deps.replicaAck?.ack();
   switch (action.kind) {
     case 'complete':
       return action.result;

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig, type LaneIsolation } from '@lanes/contracts';
-import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys } from '@lanes/queue';
+import { CardStore, CasStore, EventLog, FleetStore, LaneQueues, keys, replicaAckFor } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { subscribeKept } from './cancel-subscriber.js';
@@ -87,6 +87,9 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
   const casConnection = redis.duplicate();
   casConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'breaker connection error'));
   const cas = new CasStore(casConnection);
+  // Under Sentinel a run's claim and its ending wait for a replica (replica-ack.ts), on a connection of their own.
+  const replicaAck = replicaAckFor(redis, { log, now });
+  replicaAck?.onError((err) => log.warn({ err: err.message }, 'replica ack connection error'));
   const queues = new LaneQueues({ redis, store, lanes: options.lanes, onError: (err) => log.warn({ err: err.message }, 'queue connection error') });
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
   const lanes = new Map<string, LaneWorker>();
@@ -108,6 +111,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
         newNonce: options.newNonce ?? (() => `lanes-canary-${randomUUID()}`),
         sleep: options.sleep ?? abortableSleep,
         filesBaseDir: options.filesBaseDir ?? process.cwd(),
+        ...(replicaAck ? { replicaAck } : {}),
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
       }),
     );
@@ -187,6 +191,7 @@ export function createWorkerApp(options: WorkerAppOptions): WorkerApp {
       if (subscriber) await bestEffort('unsubscribe', () => subscriber!.quit(), warnTo(log));
       await queues.close();
       await cas.close();
+      replicaAck?.close();
       phase = 'stopped';
       log.info({ event: 'worker.stopped' }, 'worker stopped');
     },

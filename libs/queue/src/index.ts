@@ -17,6 +17,16 @@ export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.j
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
 export { asRedisFullError } from './redis-errors.js';
 export {
+  ReplicaAck,
+  REPLICA_ACK_BACKOFF_MS,
+  REPLICA_ACK_TIMEOUT_MS,
+  afterReplicaAck,
+  replicaAckFor,
+  shouldAskReplica,
+  type ReplicaAckOutcome,
+  type ReplicaAckState,
+} from './replica-ack.js';
+export {
   evaluateRedisWritable,
   parseInfoMemory,
   type RedisMemoryInfo,

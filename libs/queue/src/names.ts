@@ -57,6 +57,8 @@ export const keys = {
   callbacks: () => `${STORE_PREFIX}:callbacks`,
   /** Job keys an enqueue guards from BullMQ's add for the length of its MULTI (see enqueue-script.ts); empty outside one. */
   enqueueGuards: () => `${STORE_PREFIX}:enqueue-guards`,
+  /** Written before each replica ack (replica-ack.ts): WAIT answers for the writes of the connection it is sent on. */
+  replicaAck: () => `${STORE_PREFIX}:replica-ack`,
   cancelChannel: () => `${STORE_PREFIX}:cancel`,
 } as const;
 
