@@ -48,8 +48,9 @@ describe.runIf(process.env.LANES_CHAOS_SOAK === '1')('chaos soak (fixed seed, CI
     expect(r.cancels.accepted).toBeGreaterThanOrEqual(r.faults.cancel!);
     expect(r.leftBehind).toEqual([]);
     expect(r.enqueued).toBe(60);
-    // Every gate, by its message (see failuresOf): lost, concurrent, terminal twice, false reaps,
-    // unintended failures, done without a finished run, a run after terminal, a stack process that
+    // Every gate, by its message (see failuresOf): lost, concurrent, terminal twice, false reaps
+    // (from the supervisor's reap log, and from the provider's side: a sandbox that vanished with
+    // its owner alive and connected, see provider-vanishes.ts), unintended failures, done without a finished run, a run after terminal, a stack process that
     // exited by itself, undetected kills, ignored cancels, board/queue disagreements, unjudgeable reaps.
     expect(r.failures, stdout).toEqual([]);
     expect(code, stdout).toBe(0);

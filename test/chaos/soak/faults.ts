@@ -61,8 +61,8 @@ export class FaultRunner {
   readonly sandboxKills: SandboxKill[] = [];
   /** Each cancel sent: when, the API's answer (-1: none), and when that answer came back. */
   readonly cancelled: Array<{ cardId: string; atMs: number; status: number; answeredAtMs: number }> = [];
-  /** Labels of the processes the soak itself stopped; any other exit is the product's doing. */
-  readonly stopped = new Set<string>();
+  /** Labels of the processes the soak itself stopped, and when it began to; any other exit is the product's doing. */
+  readonly stopped = new Map<string, number>();
   /** Each failover: what it lost and what the soak did about it. */
   readonly failovers: FailoverRecord[] = [];
   /** Redis kills under Sentinel that the sentinels turned into a failover (the restart was demoted). */
@@ -108,7 +108,7 @@ export class FaultRunner {
       }
       case 'worker-kill': {
         const w = t.current(workerIndex);
-        this.stopped.add(w.proc.label);
+        this.stopped.set(w.proc.label, Date.now());
         await t.stopWorker(workerIndex, 'SIGKILL');
         await sleep(args.restartDelayMs);
         t.startWorker(workerIndex);
@@ -116,7 +116,7 @@ export class FaultRunner {
       }
       case 'worker-drain': {
         const w = t.current(workerIndex);
-        this.stopped.add(w.proc.label);
+        this.stopped.set(w.proc.label, Date.now());
         const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
         t.startWorker(workerIndex);
         return done({ target: w.proc.label, ...(exited ? {} : { note: 'did not exit after SIGTERM in time; killed' }) });
@@ -125,7 +125,7 @@ export class FaultRunner {
         // An honest create failure: the worker restarts with the faulty provider around its local
         // one (lane `faults.createFailures`), so its next creates really fail as a provider would.
         const w = t.current(workerIndex);
-        this.stopped.add(w.proc.label);
+        this.stopped.set(w.proc.label, Date.now());
         const { exited } = await t.stopWorker(workerIndex, 'SIGTERM');
         const next = t.startWorker(workerIndex, true);
         return done({ target: `${w.proc.label} → ${next.proc.label}`, note: `${args.createFailures} failing creates${exited ? '' : '; drain timed out, killed'}` });

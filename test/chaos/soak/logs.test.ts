@@ -33,4 +33,18 @@ describe('readLogFacts', () => {
     expect(facts.forgotten).toEqual([{ atMs: 8, worker: 'host-1-aaaa' }]);
     expect([...facts.deadSandboxes]).toEqual(['sb-2']);
   });
+
+  it("reads what each worker said it did to its own sandboxes, and nobody else's lines", () => {
+    write('worker-0.1.log', [
+      { time: 1, event: 'sandbox.recycled', sandboxId: 'sb-1', reason: 'older than sandboxRecycleAfterMs' },
+      { time: 2, event: 'sandbox.live', sandboxId: 'sb-2' },
+      { time: 3, event: 'sandbox.dead', sandboxId: 'sb-2', reason: 'poll: sandbox exited(137)' },
+      { time: 4, event: 'sandbox.released' },
+    ]);
+    write('supervisor.log', [{ time: 5, event: 'sandbox.terminated', sandboxId: 'sb-3' }]);
+    expect(readLogFacts(dir).sandboxEnds).toEqual([
+      { atMs: 1, label: 'worker-0.1', sandboxId: 'sb-1', event: 'sandbox.recycled', reason: 'older than sandboxRecycleAfterMs' },
+      { atMs: 3, label: 'worker-0.1', sandboxId: 'sb-2', event: 'sandbox.dead', reason: 'poll: sandbox exited(137)' },
+    ]);
+  });
 });

@@ -13,6 +13,25 @@ export interface LogFacts {
   deadSandboxes: Set<string>;
   /** What the workers did with runs that lost Redis or their card: fenced, committed late, refused as stale, discarded. */
   runEvents: Array<{ atMs: number; event: RunEvent; label: string; cardId?: string }>;
+  /** What each worker instance said it did to one of its own sandboxes: ended it on purpose, or declared it dead. */
+  sandboxEnds: SandboxEnd[];
+}
+
+/**
+ * A worker's own lines about ending one of its sandboxes (apps/worker slot.ts, terminator.ts):
+ * recycled or released between cards, terminated (retired, or a terminate retried until it held),
+ * and declared dead (it then terminates it by id and respawns).
+ */
+export const SANDBOX_END_EVENTS = ['sandbox.recycled', 'sandbox.released', 'sandbox.terminated', 'sandbox.dead'] as const;
+export type SandboxEndEvent = (typeof SANDBOX_END_EVENTS)[number];
+const isSandboxEndEvent = (e: unknown): e is SandboxEndEvent => (SANDBOX_END_EVENTS as readonly unknown[]).includes(e);
+export interface SandboxEnd {
+  atMs: number;
+  /** The worker instance whose log said it. */
+  label: string;
+  sandboxId: string;
+  event: SandboxEndEvent;
+  reason?: string;
 }
 
 /** The run-fate events the soak counts (apps/worker processor.ts, libs/queue card-store.ts). */
@@ -47,7 +66,7 @@ export function workerIdIn(logsDir: string, label: string): string | undefined {
 }
 
 export function readLogFacts(logsDir: string): LogFacts {
-  const facts: LogFacts = { workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [] };
+  const facts: LogFacts = { workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [], sandboxEnds: [] };
   for (const file of readdirSync(logsDir)) {
     if (!file.endsWith('.log')) continue;
     const label = file.slice(0, -'.log'.length);
@@ -57,6 +76,9 @@ export function readLogFacts(logsDir: string): LogFacts {
       if (isRunEvent(l.event)) {
         const cardId = str(l.cardId) ?? str(l.card);
         facts.runEvents.push({ atMs: time, event: l.event, label, ...(cardId ? { cardId } : {}) });
+      }
+      if (label.startsWith('worker-') && isSandboxEndEvent(l.event) && str(l.sandboxId)) {
+        facts.sandboxEnds.push({ atMs: time, label, sandboxId: str(l.sandboxId)!, event: l.event, ...(str(l.reason) ? { reason: str(l.reason)! } : {}) });
       }
       switch (l.event) {
         case 'sandbox.reaped': {

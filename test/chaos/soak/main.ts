@@ -12,6 +12,8 @@
  * as a board does. A Redis kill under Sentinel restarts the primary from its AOF within the
  * sentinels' down-after, so it stays a restart (args.ts, `downAfterMsOf`). The agent keeps its own ledger of every run, and at
  * the end the ledger and the soak's own record of what it did are reconciled with the board's view.
+ * A watcher samples the provider's own sandboxes beside the run (sandbox-watch.ts), so a false reap is
+ * also judged from there: a sandbox that vanished while its owner was alive and connected.
  * Exit status 1 when any gate of the verdict fails (see `failuresOf` in reconcile.ts: lost, concurrent,
  * terminal twice, false reaps, and everything else the soak measures).
  */
@@ -28,6 +30,7 @@ import { readQueueEnds, type QueueEnd } from './queue-view.js';
 import { isSameProcess, pidsWithEnv } from './proc.js';
 import { reconcile, type ReconcileInput, type SoakResult } from './reconcile.js';
 import { markdownReport } from './report.js';
+import { startSandboxWatch } from './sandbox-watch.js';
 import { planSoak, type PlannedCard, type PlannedFault } from './schedule.js';
 import { LANE, startJanitor, startTopology, type Janitor, type Topology } from './topology.js';
 
@@ -96,6 +99,9 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     return false;
   };
   const faults = new FaultRunner({ topology: t, api, args, enqueued: () => enqueued, repost, log });
+  // The provider's own view of every sandbox, sampled beside the run, so a sandbox that vanished
+  // with its owner alive is seen whatever lanes logged (or did not log) about reaping it.
+  const watch = startSandboxWatch(t.sandboxDir);
   const t0 = Date.now();
   const at = (offsetMs: number) => sleep(Math.max(0, t0 + offsetMs - Date.now()));
 
@@ -158,6 +164,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   // ledger. Agents carry this run's ledger path in their environment.
   const agentsBy = Date.now() + args.workMaxMs + AGENT_DRAIN_SLACK_MS;
   while (pidsWithEnv('SOAK_LEDGER', t.ledgerPath).length > 0 && Date.now() < agentsBy) await sleep(TICK_MS);
+  const sandboxSightings = watch.stop();
 
   const ids = plan.cards.map((c) => c.id);
   const final = await mapLimit(ids, READ_CONCURRENCY, (id) => readCard(api, id));
@@ -185,6 +192,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
       ...(w.proc.endedAtMs !== undefined ? { endedAtMs: w.proc.endedAtMs } : {}),
       partitions: w.partitions,
       killed: killedLabels.has(w.proc.label),
+      ...(faults.stopped.has(w.proc.label) ? { stoppedAtMs: faults.stopped.get(w.proc.label)! } : {}),
     })),
     sandboxKills: faults.sandboxKills,
     injected: faults.injected,
@@ -192,6 +200,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     cancels: faults.cancelled,
     // The plan has no card meant to fail: every failed card is the product's doing.
     intendedFailures: new Set(),
+    sandboxSightings,
     ...(args.failovers > 0 ? { failover: { planned: counts.failovers, records: faults.failovers, redisKillsFailedOver: faults.redisKillsFailedOver, lockMs: args.lockMs } } : {}),
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage

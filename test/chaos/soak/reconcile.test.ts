@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { CardRecord } from '@lanes/contracts';
 import { resolveCounts, parseSoakArgs } from './args.js';
 import { concurrentCards, type LedgerRecord } from './ledger.js';
-import type { LogFacts } from './logs.js';
+import type { LogFacts, SandboxEnd } from './logs.js';
 import type { FailoverRecord } from './failover.js';
 import { reconcile, type FailoverInput, type ReconcileInput, type WorkerLife } from './reconcile.js';
+import type { SandboxSighting } from './sandbox-watch.js';
 import { planSoak } from './schedule.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
 
 const T = 1_800_000_000_000;
+const PROVIDER_FALSE_REAP = "1 sandbox(es) vanished on the provider's side with nothing to explain it (owner alive and connected: false reaps)";
 const id = (run: string, sandbox: string) => ({ card: 'c1', run, attempt: 1, sandbox, pid: 7 });
 const start = (run: string, sandbox: string, at: number): LedgerRecord => ({ type: 'start', ...id(run, sandbox), at, workMs: 1_000 });
 const end = (run: string, sandbox: string, at: number, outcome = 'ok'): LedgerRecord => ({ type: 'end', ...id(run, sandbox), at, outcome });
@@ -41,7 +43,7 @@ const card = (states: CardRecord['state'][]): CardRecord => ({
   history: states.map((state) => ({ at: new Date(T).toISOString(), state, attempt: 1 })),
 });
 
-const noLogs = (): LogFacts => ({ workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [] });
+const noLogs = (): LogFacts => ({ workerIds: new Map(), reaps: [], unnamedReaps: [], forgotten: [], deadSandboxes: new Set(), runEvents: [], sandboxEnds: [] });
 
 /** A clean run of one card: done at T, after one run that ended ok a second before. */
 function input(over: Partial<ReconcileInput>): ReconcileInput {
@@ -183,6 +185,36 @@ describe('the verdict', () => {
     ]);
   });
 
+  it('fails a run whose only flaw is a sandbox that vanished under a live, connected owner, though lanes logged no reap of it', () => {
+    // A fabricated vanish: the provider showed sb-x alive, then its record gone; the logs say
+    // nothing about it (no reap, no recycle), its owner ran all along and was never cut off.
+    const owner: WorkerLife = { label: 'worker-1.0', workerId: 'host-7-0123abcd', startedAtMs: T - 60_000, partitions: [[T - 50_000, T - 44_000]], killed: false };
+    const r = reconcile(
+      input({
+        queueEnds: new Map([['c1', 'completed']]),
+        workers: [owner],
+        sandboxSightings: [
+          { sandboxId: 'sb-ok', worker: owner.workerId!, firstSeenAtMs: T - 60_000, lastSeenAtMs: T },
+          {
+            sandboxId: 'sb-x',
+            worker: owner.workerId!,
+            slot: `${owner.workerId}-soak-1`,
+            firstSeenAtMs: T - 30_000,
+            lastSeenAtMs: T - 20_500,
+            goneAtMs: T - 20_000,
+            gone: 'record-removed',
+          },
+        ] satisfies SandboxSighting[],
+      }),
+    );
+    expect(r.falseReaps).toBe(0);
+    expect(r.providerVanishes).toEqual({ seen: 2, total: 1, bySoak: 0, byOwner: 0, ownerGone: 0, unexplained: 1 });
+    expect(r.failures).toEqual([PROVIDER_FALSE_REAP]);
+    expect(r.examples.providerFalseReaps).toEqual([
+      `sb-x: owner worker-1.0 alive and connected; last seen alive at ${new Date(T - 20_500).toISOString()}, gone at ${new Date(T - 20_000).toISOString()} (record-removed)`,
+    ]);
+  });
+
   it('passes a clean run', () => {
     const r = reconcile(input({ queueEnds: new Map([['c1', 'completed']]) }));
     expect(r.failures).toEqual([]);
@@ -192,6 +224,16 @@ describe('the verdict', () => {
   const killed: WorkerLife = { ...worker, endedAtMs: T - 5_000, killed: true };
   const reap = { atMs: T - 1_500, sandboxId: 'sb-a', slot: 'host-42-abcd1234-soak-0' };
   const kill = { atMs: T - 1_500, sandboxId: 'sb-a', cardId: 'c1', pid: 9 };
+  const vanished: SandboxSighting = {
+    sandboxId: 'sb-v',
+    worker: worker.workerId!,
+    slot: reap.slot,
+    firstSeenAtMs: T - 9_000,
+    lastSeenAtMs: T - 1_500,
+    goneAtMs: T - 1_000,
+    gone: 'record-removed',
+  };
+  const recycled: SandboxEnd = { atMs: T - 1_400, label: worker.label, sandboxId: 'sb-v', event: 'sandbox.recycled', reason: 'older than sandboxRecycleAfterMs' };
   // Each gate on its own: the clean run with one thing changed fails with that gate's message only
   // (or passes, where the change is one the gate must allow).
   it.each<[string, Partial<ReconcileInput>, string[]]>([
@@ -264,6 +306,14 @@ describe('the verdict', () => {
         workers: [{ ...killed, endedAtMs: T - 3_900 }],
         logs: { ...noLogs(), forgotten: [{ atMs: T - 1_000, worker: killed.workerId! }] },
       },
+      [],
+    ],
+    // Judged from the provider's side: no reap was logged, the watcher saw the sandbox gone.
+    ['a sandbox of a live, connected owner that vanished, no reap logged', { workers: [worker], sandboxSightings: [vanished] }, [PROVIDER_FALSE_REAP]],
+    ['the same vanish, its owner having recycled it', { workers: [worker], sandboxSightings: [vanished], logs: { ...noLogs(), sandboxEnds: [recycled] } }, []],
+    [
+      'the same vanish, its owner having been killed',
+      { workers: [{ ...killed, endedAtMs: T - 1_000 }], sandboxSightings: [vanished], logs: { ...noLogs(), forgotten: [{ atMs: T - 900, worker: killed.workerId! }] } },
       [],
     ],
     ['a reap whose owner the soak cannot name', { logs: { ...noLogs(), reaps: [{ ...reap, slot: 'elsewhere-soak-0' }] } }, ['1 reap(s) the soak could not judge']],

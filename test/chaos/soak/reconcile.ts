@@ -3,7 +3,9 @@ import type { InjectedFault, SandboxKill } from './faults.js';
 import type { FailoverRecord } from './failover.js';
 import { overlapsOf, runsOf, type LedgerRecord, type Run } from './ledger.js';
 import { RUN_EVENTS, type LogFacts, type RunEvent } from './logs.js';
+import { judgeVanishes, type ProviderVanishes } from './provider-vanishes.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
+import type { SandboxSighting } from './sandbox-watch.js';
 import { committedRun, wastedRuns } from './wasted-runs.js';
 
 /** What the soak knows about one worker life. */
@@ -16,6 +18,8 @@ export interface WorkerLife {
   partitions: Array<[number, number]>;
   /** Ended by an injected kill -9. */
   killed: boolean;
+  /** When the soak began stopping it (a kill -9 or a SIGTERM of a fault); absent: the soak never did. */
+  stoppedAtMs?: number;
 }
 
 export interface ReconcileInput {
@@ -46,6 +50,8 @@ export interface ReconcileInput {
   intendedFailures: ReadonlySet<string>;
   /** With --failovers: what each failover fault recorded, and what the verdict needs to judge it. */
   failover?: FailoverInput;
+  /** Every sandbox the soak's watcher saw on the provider's side (sandbox-watch.ts); absent: not watched. */
+  sandboxSightings?: readonly SandboxSighting[];
 }
 
 export interface FailoverInput {
@@ -111,6 +117,8 @@ export interface SoakResult {
   reapsOwnerUnknown: number;
   /** `sandbox.reaped` lines that name no sandbox: neither the reap nor the kill it may explain can be judged. */
   reapsWithoutSandboxId: number;
+  /** Sandboxes seen alive on the provider's side and later gone, by cause (provider-vanishes.ts); `unexplained` are false reaps judged from there. */
+  providerVanishes: Omit<ProviderVanishes, 'verdicts'>;
   sandboxKills: { injected: number; detected: number };
   workerKills: { injected: number; detected: number };
   recoveryMs: { samples: number; p50?: number; p95?: number };
@@ -149,6 +157,7 @@ export interface SoakResult {
     discardedRuns: string[];
     failoverLosses: string[];
     concurrentAdmitted: string[];
+    providerFalseReaps: string[];
   };
   failures: string[];
 }
@@ -170,6 +179,7 @@ export type GatedFigures = Pick<
   | 'boardQueueDisagree'
   | 'reapsOwnerUnknown'
   | 'reapsWithoutSandboxId'
+  | 'providerVanishes'
   | 'finishedRunsDiscarded'
   | 'failover'
 >;
@@ -183,6 +193,10 @@ const GATES = {
   ranConcurrently: { count: (r) => r.ranConcurrently, says: (n) => `${n} card(s) ran concurrently` },
   terminalTwice: { count: (r) => r.terminalTwice, says: (n) => `${n} card(s) terminal twice in history` },
   falseReaps: { count: (r) => r.falseReaps, says: (n) => `${n} false reap(s)` },
+  providerFalseReaps: {
+    count: (r) => r.providerVanishes.unexplained,
+    says: (n) => `${n} sandbox(es) vanished on the provider's side with nothing to explain it (owner alive and connected: false reaps)`,
+  },
   unintendedFailed: { count: (r) => r.unintendedFailed, says: (n) => `${n} failed card(s) the schedule did not intend` },
   doneWithoutFinishedRun: { count: (r) => r.doneWithoutFinishedRun, says: (n) => `${n} done card(s) with no finished run in the ledger` },
   ranAfterTerminal: { count: (r) => r.ranAfterTerminal, says: (n) => `${n} run(s) started after their card was terminal` },
@@ -297,6 +311,13 @@ export function reconcile(input: ReconcileInput): SoakResult {
     falseReaps.push(`${reap.sandboxId} of live ${owner.label} at ${new Date(reap.atMs).toISOString()} (${reap.reason ?? 'no reason'})`);
   }
 
+  const { verdicts: vanishVerdicts, ...providerVanishes } = judgeVanishes(input.sandboxSightings ?? [], {
+    sandboxKills: input.sandboxKills,
+    workers: input.workers,
+    sandboxEnds: input.logs.sandboxEnds,
+    partitionGraceMs: input.partitionGraceMs,
+  });
+
   const historyDead = new Set<string>();
   for (const c of input.cards.values()) for (const h of c?.history ?? []) if (h.blockedReason === 'sandbox-dead' && h.sandboxId) historyDead.add(h.sandboxId);
   const reapedIds = new Set(input.logs.reaps.map((r) => r.sandboxId));
@@ -402,6 +423,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     reapsOfDeadOwners: dead,
     reapsOwnerUnknown: unknownReaps.length,
     reapsWithoutSandboxId: input.logs.unnamedReaps.length,
+    providerVanishes,
     sandboxKills: { injected: input.sandboxKills.length, detected: sandboxDetected },
     workerKills: { injected: killedWorkers.length, detected: workerDetected },
     recoveryMs: { samples: recovery.length, ...(recovery.length ? { p50: percentile(recovery, 50)!, p95: percentile(recovery, 95)! } : {}) },
@@ -442,6 +464,10 @@ export function reconcile(input: ReconcileInput): SoakResult {
         ])
         .slice(0, EXAMPLES),
       concurrentAdmitted: concurrentAdmitted.slice(0, EXAMPLES).map(([id, os]) => `${id}: ${os[0]!.why}`),
+      providerFalseReaps: vanishVerdicts
+        .filter((v) => v.cause === 'unexplained')
+        .slice(0, EXAMPLES)
+        .map((v) => `${v.sandboxId}: ${v.why}`),
     },
     failures: [],
   };

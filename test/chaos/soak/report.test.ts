@@ -18,6 +18,7 @@ const clean: SoakResult = {
   reapsOfDeadOwners: 0,
   reapsOwnerUnknown: 0,
   reapsWithoutSandboxId: 0,
+  providerVanishes: { seen: 6, total: 1, bySoak: 1, byOwner: 0, ownerGone: 0, unexplained: 0 },
   sandboxKills: { injected: 1, detected: 1 },
   workerKills: { injected: 1, detected: 1 },
   recoveryMs: { samples: 0 },
@@ -62,6 +63,7 @@ const clean: SoakResult = {
     discardedRuns: [],
     failoverLosses: [],
     concurrentAdmitted: [],
+    providerFalseReaps: [],
   },
   failures: [],
 };
@@ -90,6 +92,11 @@ describe('markdownReport', () => {
     ['workerKillsUndetected', { workerKills: { injected: 2, detected: 1 } }, 'worker kills injected / detected'],
     ['cancelsNotHonoured', { cancels: { accepted: 2, endedCancelled: 0, finishedFirst: 1 } }, 'cancels accepted (202) / ended cancelled / done, its run finished first'],
     ['boardQueueDisagree', { boardQueueDisagree: 1 }, 'board and queue disagree'],
+    [
+      'providerFalseReaps',
+      { providerVanishes: { ...clean.providerVanishes, total: 2, unexplained: 1 } },
+      'sandboxes vanished (provider side): total / by the soak / by their owner / owner gone / unexplained (false reaps)',
+    ],
     ['reapsUnjudgeable', { reapsWithoutSandboxId: 1 }, 'reaps the soak could not judge (owner unknown / no sandbox id)'],
     ['finishedRunsDiscardedUnexplained', { finishedRunsDiscarded: { total: 2, unexplained: 1 } }, 'finished agent runs discarded / unexplained'],
     ['failoversIncomplete', { failover: { ...clean.failover, planned: 1 } }, 'failovers planned / promoted'],

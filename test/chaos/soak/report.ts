@@ -65,6 +65,11 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['reaps of a partitioned worker', String(r.reapsOfPartitioned), ''],
     ['reaps of dead owners', String(r.reapsOfDeadOwners), ''],
     ['reaps the soak could not judge (owner unknown / no sandbox id)', `${r.reapsOwnerUnknown} / ${r.reapsWithoutSandboxId}`, gate(g.reapsUnjudgeable)],
+    [
+      'sandboxes vanished (provider side): total / by the soak / by their owner / owner gone / unexplained (false reaps)',
+      `${r.providerVanishes.total} / ${r.providerVanishes.bySoak} / ${r.providerVanishes.byOwner} / ${r.providerVanishes.ownerGone} / ${r.providerVanishes.unexplained} (of ${r.providerVanishes.seen} seen)`,
+      gate(g.providerFalseReaps),
+    ],
     ['sandbox kills injected / detected', `${r.sandboxKills.injected} / ${r.sandboxKills.detected}`, gate(g.sandboxKillsUndetected)],
     ['worker kills injected / detected', `${r.workerKills.injected} / ${r.workerKills.detected}`, gate(g.workerKillsUndetected)],
     ['recovery p50 / p95 (sandbox kill → running again or done)', `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p95)} (n=${r.recoveryMs.samples})`, ''],
