@@ -103,3 +103,18 @@ local function writeJob(qp, lane, id, data, opts, priority, timestampMs)
   redis.call('XADD', jq .. 'events', 'MAXLEN', '~', s.maxEvents, '*', 'event', 'waiting', 'jobId', id)
 end
 `;
+
+/**
+ * Lua: a waiting job to the end of its lane's wait list that BullMQ's workers take from next
+ * (moveToActive's RPOPLPUSH pops the right end; an add or a promote pushes on the left), if it is
+ * still waiting. A re-driven card ran before the cards now queued were taken, and a sandbox's death
+ * put it back: it goes first again instead of behind the backlog. LREM scans from the left, where
+ * the promote just put it. KEYS: 1 the wait list. ARGV: 1 the job id. Answers 1 when it moved it.
+ */
+export const WAIT_FRONT_LUA = `
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+`;

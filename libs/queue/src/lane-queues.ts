@@ -1,13 +1,26 @@
 import { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Redis, Result } from 'ioredis';
 import { CardSchema, defaults, isRetryableCardState, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
-import { JOB_LAYOUT_WRITABLE, jobLayoutOpts } from './bullmq-job-layout.js';
+import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA, jobLayoutOpts } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    lanesWaitFront(waitKey: string, jobId: string): Result<number, Context>;
+  }
+}
+
+const waitFrontDefined = new WeakSet<Redis>();
+function defineWaitFront(redis: Redis): void {
+  if (waitFrontDefined.has(redis)) return;
+  waitFrontDefined.add(redis);
+  redis.defineCommand('lanesWaitFront', { numberOfKeys: 1, lua: WAIT_FRONT_LUA });
+}
 
 /** A worker moves a blocked card's job to delayed within milliseconds of recording it blocked. */
 export const REDRIVE_HANDOVER_MS = 2_000;
@@ -81,6 +94,7 @@ export class LaneQueues {
     this.writeJobs = deps.writeJobs ?? JOB_LAYOUT_WRITABLE;
     this.callbackBacklogMax = deps.callbackBacklogMax ?? defaults.DEFAULT_CALLBACK_BACKLOG_MAX;
     defineEnqueueScripts(deps.redis);
+    defineWaitFront(deps.redis);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
       const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX });
@@ -292,6 +306,8 @@ export class LaneQueues {
       () => false,
     );
     if (!promoted) return false;
+    // BullMQ's promote puts the job behind every card waiting; this lane's worker takes it next instead.
+    if (this.writeJobs) await this.deps.redis.lanesWaitFront(keys.waitList(card.lane), card.id);
     const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
     // A run may already have taken the promoted job: the card is its now, and this write was refused.
     return moved.ok || moved.state === 'running';

@@ -27,6 +27,8 @@ export const keys = {
   jobLogs: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:logs`,
   /** BullMQ's lock of a card's job (job id = card id); its value is the holding run's token. */
   jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
+  /** BullMQ's list of a lane's waiting jobs (not prioritized ones): pushed on the left, taken from the right. */
+  waitList: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:wait`,
   /** BullMQ's list of a lane's active jobs, and the set its stalled check marks them in. */
   jobActive: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:active`,
   jobStalled: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:stalled`,

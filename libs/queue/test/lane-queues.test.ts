@@ -459,6 +459,26 @@ describe('LaneQueues on real Redis', () => {
     expect(await queues.redrive({ id: uid('nojob'), lane: lane.name, attempts: 0 }, 'card.redriven', 'x')).toBe(false);
   });
 
+  it.each([true, false])(
+    "a re-driven card is the next job BullMQ's worker takes, ahead of the cards queued meanwhile (writeJobs %s: only lanes' writer knows the wait list)",
+    async (writeJobs) => {
+      const { lane, queues, queue, card } = laneQueues({ writeJobs });
+      const c = card();
+      await store.create(c);
+      await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+      await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+      const backlog = [card(), card(), card()];
+      expect((await queues.enqueueMany(backlog)).ok).toBe(true);
+
+      expect(await queues.redrive((await store.get(c.id))!, 'card.redriven', 'replacement live')).toBe(true);
+      const worker = handWorker(lane.name);
+      const taken: string[] = [];
+      for (let i = 0; i < 4; i++) taken.push((await worker.getNextJob(`token-${i}`))!.id!);
+      // Under another BullMQ the promote's own order stands: the backlog first, as before.
+      expect(taken).toEqual(writeJobs ? [c.id, ...backlog.map((b) => b.id)] : [...backlog.map((b) => b.id), c.id]);
+    },
+  );
+
   it('unblock re-queues a blocked (delayed) card as card.unblocked and keeps its attempts', async () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
