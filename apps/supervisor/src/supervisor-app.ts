@@ -175,7 +175,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // outage, so no listed card is judged on a breaker read older than its block.
     const blocked = await store.blocked(lane.name);
     const breaker = await fleet.breaker(lane.name);
-    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name) }, now(), FLEET_WINDOW_MS);
+    const health = evaluateFleet({ breaker: breaker.state, recentVerdicts: slotVerdictsOf(recent, lane.name) }, { windowMs: FLEET_WINDOW_MS }, now());
     const previous = await fleet.health(lane.name);
     await fleet.putHealth(lane.name, { status: health.status, reason: health.reason, at: new Date(now()).toISOString() });
     if (previous?.status !== health.status) log.info({ lane: lane.name, event: 'lane.health', status: health.status, reason: health.reason }, 'lane.health');

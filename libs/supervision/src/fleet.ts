@@ -12,7 +12,9 @@ export interface FleetView {
   recentVerdicts: readonly SlotVerdict[];
 }
 
-export interface FleetOptions {
+export interface FleetConfig {
+  /** A slot's verdict counts while now − at < windowMs. */
+  windowMs: number;
   /**
    * How many distinct slots must currently read provider-outage before the lane is called an
    * outage (besides being more than half of the reporting slots). Default 2: one slot's probe
@@ -42,8 +44,9 @@ export interface FleetStatus {
  *   sandbox-dead verdicts, however many, are NEVER an outage: each is a respawn, not a provider problem.
  * - healthy: otherwise (command-failed is the card's own business).
  */
-export function evaluateFleet(lane: FleetView, now: number, windowMs: number, options: FleetOptions = {}): FleetStatus {
-  const minOutageSlots = options.minOutageSlots ?? DEFAULT_FLEET_MIN_OUTAGE_SLOTS;
+export function evaluateFleet(lane: FleetView, config: FleetConfig, now: number): FleetStatus {
+  const { windowMs } = config;
+  const minOutageSlots = config.minOutageSlots ?? DEFAULT_FLEET_MIN_OUTAGE_SLOTS;
   const latest = new Map<string, SlotVerdict>();
   for (const v of lane.recentVerdicts) {
     if (!isInsideWindow(v.at, now, windowMs)) continue;

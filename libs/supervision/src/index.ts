@@ -71,7 +71,7 @@ export {
   evaluateFleet,
   type SlotVerdict,
   type FleetView,
-  type FleetOptions,
+  type FleetConfig,
   type FleetStatus,
 } from './fleet.js';
 export { isInsideWindow, pruneWindow } from './window.js';

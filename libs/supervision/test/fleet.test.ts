@@ -34,18 +34,18 @@ describe('evaluateFleet', () => {
     ['outage verdicts exactly windowMs old: aged out', 'closed', [v('0', 'provider-outage', NOW - WINDOW_MS), v('1', 'provider-outage', NOW - WINDOW_MS)], 'healthy'],
     ['outage verdicts 1 ms past the window', 'closed', [v('0', 'provider-outage', NOW - WINDOW_MS - 1), v('1', 'provider-outage', NOW - WINDOW_MS - 1)], 'healthy'],
   ])('%s → %s', (_name, breaker, recentVerdicts, status) => {
-    const r = evaluateFleet({ breaker, recentVerdicts }, NOW, WINDOW_MS);
+    const r = evaluateFleet({ breaker, recentVerdicts }, { windowMs: WINDOW_MS }, NOW);
     expect(r.status).toBe(status);
     expect(r.reason).toBeTruthy();
   });
 
   it('minOutageSlots 1 lets a single-slot lane call an outage', () => {
-    const r = evaluateFleet({ breaker: 'closed', recentVerdicts: [v('0', 'provider-outage')] }, NOW, WINDOW_MS, { minOutageSlots: 1 });
+    const r = evaluateFleet({ breaker: 'closed', recentVerdicts: [v('0', 'provider-outage')] }, { windowMs: WINDOW_MS, minOutageSlots: 1 }, NOW);
     expect(r.status).toBe('outage');
   });
 
   it('reports the per-slot tally', () => {
-    const r = evaluateFleet({ breaker: 'closed', recentVerdicts: [v('0', 'provider-outage'), v('1', 'sandbox-dead'), v('2', 'ok'), v('2', 'ok')] }, NOW, WINDOW_MS);
+    const r = evaluateFleet({ breaker: 'closed', recentVerdicts: [v('0', 'provider-outage'), v('1', 'sandbox-dead'), v('2', 'ok'), v('2', 'ok')] }, { windowMs: WINDOW_MS }, NOW);
     expect(r).toMatchObject({ reportingSlots: 3, outageSlots: 1, deadSlots: 1, status: 'degraded' });
   });
 });
