@@ -23,31 +23,46 @@ export interface CommandLifecycleHooks {
   backstop(): void;
 }
 
+/** The clock a lifecycle keeps its deadline and backstop on: the process's timers unless a test gives its own. */
+export interface LifecycleTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const PROCESS_TIMERS: LifecycleTimers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
+};
+
 export interface CommandLifecycleOptions {
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
   /** After the kill (its returned promise) is over, how long the command may take to be reported ended. */
   backstopMs: number;
+  timers?: LifecycleTimers;
 }
 
 export class CommandLifecycle {
   #timedOut = false;
   #cancelled = false;
-  #deadline: NodeJS.Timeout | undefined;
-  #backstop: NodeJS.Timeout | undefined;
+  #deadline: unknown;
+  #backstop: unknown;
   #killing: Promise<void> | undefined;
   #settled = false;
   readonly #onAbort = (): void => this.#trigger('cancel');
+  readonly #timers: LifecycleTimers;
 
   constructor(
     private readonly options: CommandLifecycleOptions,
     private readonly hooks: CommandLifecycleHooks,
-  ) {}
+  ) {
+    this.#timers = options.timers ?? PROCESS_TIMERS;
+  }
 
   /** Arms the deadline and the cancel listener; call once the command has started. */
   start(): void {
     const { timeoutMs, signal } = this.options;
-    if (timeoutMs !== undefined) this.#deadline = setTimeout(() => this.#trigger('deadline'), timeoutMs);
+    if (timeoutMs !== undefined) this.#deadline = this.#timers.setTimeout(() => this.#trigger('deadline'), timeoutMs);
     if (signal?.aborted) this.#onAbort();
     else signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
@@ -70,8 +85,8 @@ export class CommandLifecycle {
   /** The command ended (or failed): no more triggers, no backstop. */
   settle(): void {
     this.#settled = true;
-    clearTimeout(this.#deadline);
-    clearTimeout(this.#backstop);
+    this.#timers.clearTimeout(this.#deadline);
+    this.#timers.clearTimeout(this.#backstop);
     this.options.signal?.removeEventListener('abort', this.#onAbort);
   }
 
@@ -83,7 +98,7 @@ export class CommandLifecycle {
     if (this.#killing) return;
     this.#killing = kill.then(() => {
       if (this.#settled) return;
-      this.#backstop = setTimeout(() => {
+      this.#backstop = this.#timers.setTimeout(() => {
         if (!this.#settled) this.hooks.backstop();
       }, this.options.backstopMs);
     });

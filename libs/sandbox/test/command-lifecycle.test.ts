@@ -1,17 +1,53 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CommandLifecycle } from '../src/command-lifecycle.js';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { CommandLifecycle, type LifecycleTimers } from '../src/command-lifecycle.js';
 
-// The one command lifecycle both providers use (deadline/cancel → kill → backstop → settle), on fake timers.
+// The one command lifecycle both providers use (deadline/cancel → kill → backstop → settle), on a
+// clock the test turns by hand (the lifecycle's injected timers).
+
+/** Timers that fire only when the test advances them, in due order; promises settle between. */
+class ManualTimers implements LifecycleTimers {
+  nowMs = 0;
+  private next = 0;
+  private readonly due = new Map<number, { atMs: number; fn: () => void }>();
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = this.next++;
+    this.due.set(id, { atMs: this.nowMs + ms, fn });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.due.delete(handle as number);
+  }
+  async advance(ms: number): Promise<void> {
+    const until = this.nowMs + ms;
+    for (;;) {
+      await flush();
+      const [id, first] = [...this.due.entries()].filter(([, t]) => t.atMs <= until).sort((a, b) => a[1].atMs - b[1].atMs)[0] ?? [];
+      if (id === undefined || !first) break;
+      this.due.delete(id);
+      this.nowMs = first.atMs;
+      first.fn();
+    }
+    this.nowMs = until;
+    await flush();
+  }
+}
+
+/** Lets settled promises run their callbacks (a kill's end arms the backstop in a then). */
+const flush = async () => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+let timers: ManualTimers;
 
 function lifecycle(options: { timeoutMs?: number; signal?: AbortSignal; backstopMs?: number }, killMs = 0) {
   const kills: string[] = [];
   const backstop = vi.fn();
   const l = new CommandLifecycle(
-    { timeoutMs: options.timeoutMs, signal: options.signal, backstopMs: options.backstopMs ?? 100 },
+    { timeoutMs: options.timeoutMs, signal: options.signal, backstopMs: options.backstopMs ?? 100, timers },
     {
       kill: (trigger) => {
         kills.push(trigger);
-        return killMs > 0 ? new Promise<void>((r) => setTimeout(r, killMs)) : undefined;
+        return killMs > 0 ? new Promise<void>((r) => timers.setTimeout(r, killMs)) : undefined;
       },
       backstop,
     },
@@ -20,20 +56,21 @@ function lifecycle(options: { timeoutMs?: number; signal?: AbortSignal; backstop
 }
 
 describe('CommandLifecycle', () => {
-  beforeEach(() => vi.useFakeTimers());
-  afterEach(() => vi.useRealTimers());
+  beforeEach(() => {
+    timers = new ManualTimers();
+  });
 
   it('deadline: timedOut, one kill, and the backstop fires backstopMs after the kill is over', async () => {
     const { l, kills, backstop } = lifecycle({ timeoutMs: 1_000, backstopMs: 100 }, 50);
     l.start();
-    await vi.advanceTimersByTimeAsync(999);
+    await timers.advance(999);
     expect(kills).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
+    await timers.advance(1);
     expect(kills).toEqual(['deadline']);
     expect(l).toMatchObject({ timedOut: true, cancelled: false });
-    await vi.advanceTimersByTimeAsync(50 + 99);
+    await timers.advance(50 + 99);
     expect(backstop).not.toHaveBeenCalled();
-    await vi.advanceTimersByTimeAsync(1);
+    await timers.advance(1);
     expect(backstop).toHaveBeenCalledOnce();
   });
 
@@ -42,10 +79,10 @@ describe('CommandLifecycle', () => {
     const { l, kills, backstop } = lifecycle({ timeoutMs: 1_000, signal: ac.signal, backstopMs: 5_000 });
     l.start();
     ac.abort();
-    await vi.advanceTimersByTimeAsync(1_000);
+    await timers.advance(1_000);
     expect(kills).toEqual(['cancel', 'deadline']);
     expect(l).toMatchObject({ timedOut: false, cancelled: true });
-    await vi.advanceTimersByTimeAsync(5_000);
+    await timers.advance(5_000);
     expect(backstop).toHaveBeenCalledOnce();
   });
 
@@ -64,7 +101,7 @@ describe('CommandLifecycle', () => {
     l.start();
     l.settle();
     ac.abort();
-    await vi.advanceTimersByTimeAsync(10_000);
+    await timers.advance(10_000);
     expect(kills).toEqual([]);
     expect(backstop).not.toHaveBeenCalled();
   });
@@ -72,9 +109,9 @@ describe('CommandLifecycle', () => {
   it('a command that ends while it is being killed gets no backstop', async () => {
     const { l, backstop } = lifecycle({ timeoutMs: 10, backstopMs: 100 });
     l.start();
-    await vi.advanceTimersByTimeAsync(50);
+    await timers.advance(50);
     l.settle();
-    await vi.advanceTimersByTimeAsync(1_000);
+    await timers.advance(1_000);
     expect(backstop).not.toHaveBeenCalled();
     expect(l.timedOut).toBe(true);
   });
