@@ -183,17 +183,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     // A card blocked by a worker that died before re-driving it: re-drive once any live slot of the lane exists.
     const gate = evaluateRedriveGate({ breaker: breaker.state, slots: await fleet.slots(lane.name), liveness: verdicts });
     if (gate.action === 'hold') return;
-    const decision = selectRedrive(
-      blocked.map((b) => ({ ...b, lane: lane.name })),
-      { type: 'sandbox-live', lane: lane.name },
-    );
-    if (decision.action === 'none') return;
-    for (const id of decision.ids) {
-      const record = await store.get(id);
-      if (record?.state === 'blocked' && (await queues.redrive(record, 'card.redriven', `re-driven by supervisor sweep: ${decision.reason}`))) {
-        log.info({ event: 'card.redriven', cardId: id, lane: lane.name }, 'card.redriven');
-      }
-    }
+    const { ids } = await queues.redriveBlocked(lane.name, blocked, (cards) => selectRedrive(cards, { type: 'sandbox-live', lane: lane.name }), 're-driven by supervisor sweep');
+    for (const id of ids) log.info({ event: 'card.redriven', cardId: id, lane: lane.name, trigger: 'supervisor-sweep' }, 'card.redriven');
   }
 
   /** Reads the beats, folds them into the tracker on this host's monotonic clock, and judges every worker. */

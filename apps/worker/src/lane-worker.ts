@@ -260,19 +260,8 @@ export class LaneWorker {
     await bestEffort(
       'redrive',
       async () => {
-        const blocked = await store.blocked(lane.name);
-        const decision = selectRedrive(
-          blocked.map((b) => ({ ...b, lane: lane.name })),
-          trigger,
-        );
-        if (decision.action === 'none') return;
-        for (const id of decision.ids) {
-          const record = await store.get(id);
-          if (record?.state !== 'blocked') continue;
-          if (await queues.redrive(record, 'card.redriven', `re-driven: ${decision.reason}`)) {
-            log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
-          }
-        }
+        const { ids } = await queues.redriveBlocked(lane.name, await store.blocked(lane.name), (cards) => selectRedrive(cards, trigger), 're-driven');
+        for (const id of ids) log.info({ event: 'card.redriven', cardId: id, trigger: trigger.type }, 'card.redriven');
       },
       warnTo(log),
     );

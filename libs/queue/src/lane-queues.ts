@@ -1,6 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis, Result } from 'ioredis';
-import { CardSchema, defaults, isRetryableCardState, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
+import { CardSchema, defaults, isRetryableCardState, isTerminalCardState, type BlockedReason, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
@@ -53,6 +53,12 @@ export type EnqueueManyResult =
   | { ok: true; results: EnqueueOutcome[] }
   | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> }
   | { ok: false; callbackBacklog: CallbackBacklog };
+
+/** A blocked card as CardStore.blocked lists it. */
+export type BlockedEntry = { id: string; blockedReason: BlockedReason; since: number };
+
+/** What a re-drive policy picked (selectRedrive's decision). */
+export type RedriveSelection = { action: 'redrive'; ids: readonly string[]; reason: string } | { action: 'none'; reason: string };
 
 /** Callback entries waiting for delivery, and the bound at which cards with a callbackUrl are refused. */
 export interface CallbackBacklog {
@@ -311,6 +317,29 @@ export class LaneQueues {
     const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
     // A run may already have taken the promoted job: the card is its now, and this write was refused.
     return moved.ok || moved.state === 'running';
+  }
+
+  /**
+   * The one re-drive loop the worker's triggers and the supervisor's sweep share: the cards of
+   * `lane` that `select` picks from `blocked` (a read of CardStore.blocked; the policy is
+   * selectRedrive in @lanes/supervision), each re-driven if it is still blocked when its turn comes.
+   * `by` opens the history message (`<by>: <the selection's reason>`). Answers the ids re-driven.
+   */
+  async redriveBlocked(
+    lane: string,
+    blocked: readonly BlockedEntry[],
+    select: (cards: Array<BlockedEntry & { lane: string }>) => RedriveSelection,
+    by: string,
+  ): Promise<{ ids: string[]; reason: string }> {
+    const decision = select(blocked.map((b) => ({ ...b, lane })));
+    if (decision.action === 'none') return { ids: [], reason: decision.reason };
+    const ids: string[] = [];
+    for (const id of decision.ids) {
+      const record = await this.deps.store.get(id);
+      if (record?.state !== 'blocked') continue;
+      if (await this.redrive(record, 'card.redriven', `${by}: ${decision.reason}`)) ids.push(id);
+    }
+    return { ids, reason: decision.reason };
   }
 
   async close(): Promise<void> {

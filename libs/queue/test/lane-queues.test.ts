@@ -479,6 +479,36 @@ describe('LaneQueues on real Redis', () => {
     },
   );
 
+  it('redriveBlocked re-drives what the policy picks and is still blocked, in its order, with the caller named in the history', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const blockedCard = async () => {
+      const c = card();
+      await store.create(c);
+      await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+      await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+      return c;
+    };
+    const [a, b, skipped] = [await blockedCard(), await blockedCard(), await blockedCard()];
+    const listed = await store.blocked(lane.name);
+    // b is no longer blocked when its turn comes (a human unblocked it meanwhile): left alone.
+    expect(await queues.unblock(b.id)).toEqual({ ok: true, state: 'queued' });
+    const seen: string[] = [];
+    const out = await queues.redriveBlocked(
+      lane.name,
+      listed,
+      (cards) => {
+        seen.push(...cards.map((c) => `${c.lane}/${c.id}`));
+        return { action: 'redrive', ids: [b.id, a.id], reason: 'a slot is live' };
+      },
+      'by the test',
+    );
+    expect(seen.sort()).toEqual([a, b, skipped].map((c) => `${lane.name}/${c.id}`).sort());
+    expect(out).toEqual({ ids: [a.id], reason: 'a slot is live' });
+    expect((await store.get(a.id))!.history.at(-1)).toMatchObject({ state: 'queued', message: 'by the test: a slot is live' });
+    expect((await store.get(skipped.id))!.state).toBe('blocked');
+    expect(await queues.redriveBlocked(lane.name, listed, () => ({ action: 'none', reason: 'nothing to do' }), 'by the test')).toEqual({ ids: [], reason: 'nothing to do' });
+  });
+
   it('unblock re-queues a blocked (delayed) card as card.unblocked and keeps its attempts', async () => {
     const { lane, queues, queue, card } = laneQueues();
     const c = card();
