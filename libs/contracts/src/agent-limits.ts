@@ -18,3 +18,12 @@ export const DEFAULT_MAX_OUTPUT_CHARS = 1024 * 1024;
 export const JOB_LOG_MAX_LINES = 2_000;
 /** ...each cut to this many characters (a line with no newline for a gigabyte is still one line). */
 export const JOB_LOG_MAX_LINE_CHARS = 4_096;
+/**
+ * A running card's output (its job-log lines, `GET /v1/cards/:id/output`) is kept in Redis up to this
+ * many bytes per card; older lines are trimmed first. It bounds what an agent can make Redis hold
+ * (the job log's own line caps bound it too, at about 8 MiB) and is the window a client that
+ * reconnects mid-run can resume within: 1 MiB is minutes of a chatty agent.
+ */
+export const CARD_OUTPUT_MAX_BYTES = 1024 * 1024;
+/** The last this many bytes of a card's output stay with the card after it ends (`outputTail` of `GET /v1/cards/:id`). */
+export const CARD_OUTPUT_TAIL_BYTES = 64 * 1024;

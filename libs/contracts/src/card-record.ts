@@ -20,5 +20,7 @@ export const CardRecordSchema = CardSchema.extend({
   history: z.array(HistoryEntrySchema),
   /** History entries folded away by the cap (the first entry and the newest are kept); absent when none were. */
   historyDropped: z.number().int().positive().optional(),
+  /** The last CARD_OUTPUT_TAIL_BYTES of the agent's output lines (stderr lines marked `[stderr] `); absent before any. */
+  outputTail: z.string().optional(),
 });
 export type CardRecord = z.infer<typeof CardRecordSchema>;

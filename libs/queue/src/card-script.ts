@@ -26,7 +26,8 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  *
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
  *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream, 9 BullMQ's hash
- *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set
+ *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set,
+ *       13 the card's output stream (job-log-append.ts)
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
  *       7 history entry (JSON), 8 event (JSON), 9 the move's time (epoch ms: the listing score),
@@ -49,7 +50,9 @@ export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
  *
  * Retention: a move to a terminal state (done, failed, cancelled) sets the expiry of every key the
  * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
- * the job rewrites fields, which keeps the expiry). Its crash-suspect and fenced-run sets are
+ * the job rewrites fields, which keeps the expiry), and its output stream, which gets an end entry
+ * (`end` the state, `t` the output bytes written so far) so a reader knows the run's output is all
+ * there. Its crash-suspect and fenced-run sets are
  * deleted, and a terminal card is in no blocked index. A move out of a terminal state (a retry)
  * persists them again. BullMQ's completed and failed sets, which hold only the id, are trimmed by
  * the job's removeOnComplete/removeOnFail (job-options.ts).
@@ -186,9 +189,15 @@ local suspects = redis.call('SCARD', KEYS[6])
 if terminal(to) then
   -- A finished card has no more takeovers to judge, and everything else it owns expires.
   redis.call('DEL', KEYS[6], KEYS[7])
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PEXPIRE', key, ARGV[13]) end
+  local written = '0'
+  local last = redis.call('XREVRANGE', KEYS[13], '+', '-', 'COUNT', 1)[1]
+  if last then
+    for i = 1, #last[2], 2 do if last[2][i] == 't' then written = last[2][i + 1] end end
+  end
+  redis.call('XADD', KEYS[13], '*', 'end', to, 't', written)
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PEXPIRE', key, ARGV[13]) end
 elseif terminal(state) then
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10]}) do redis.call('PERSIST', key) end
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PERSIST', key) end
 end
 if job ~= '' then
   -- A retry: the finished job goes, and (unless BullMQ adds it) the new one under the same id.
@@ -238,7 +247,7 @@ const defined = new WeakSet<Redis>();
 export function defineCardScripts(redis: Redis): void {
   if (defined.has(redis)) return;
   defined.add(redis);
-  redis.defineCommand('lanesCardWrite', { numberOfKeys: 12, lua: WRITE_LUA });
+  redis.defineCommand('lanesCardWrite', { numberOfKeys: 13, lua: WRITE_LUA });
   redis.defineCommand('lanesCardFenced', { numberOfKeys: 3, lua: FENCED_LUA });
   redis.defineCommand('lanesCardCancel', { numberOfKeys: 1, lua: CANCEL_LUA });
 }
@@ -295,6 +304,7 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     keys.jobLogs(card.lane, card.id),
     keys.jobActive(card.lane),
     keys.jobStalled(card.lane),
+    keys.cardOutput(card.id),
     input.to,
     input.sources.join(','),
     writer.kind,

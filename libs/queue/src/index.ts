@@ -11,6 +11,7 @@ export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { evaluateRunFence, reclaimLockMsFor, type RunFenceDecision, type RunFenceSnapshot } from './run-fence.js';
 export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-layout.js';
 export { appendJobLog } from './job-log-append.js';
+export { CardOutput, trimOutputTail, type OutputEntry, type OutputPage } from './card-output.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { LaneQueues, REDRIVE_HANDOVER_MS, type BlockedEntry, type RedriveSelection, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';
 export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';

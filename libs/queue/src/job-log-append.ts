@@ -1,4 +1,5 @@
 import type { Redis, Result } from 'ioredis';
+import { agentLimits } from '@lanes/contracts';
 import { keys } from './names.js';
 
 declare module 'ioredis' {
@@ -13,13 +14,59 @@ declare module 'ioredis' {
  * job that is gone (-1), and keeps only the last `keepLogs` entries when that is set. A job whose
  * card has ended carries the card's expiry (card-script.ts); a log list made after that gets the
  * same, so no log outlives its job.
- * KEYS: 1 job hash, 2 job log list. ARGV: 1 keepLogs ('' for all), 2… lines.
+ *
+ * In the same step the batch becomes one entry of the card's output stream (`GET /v1/cards/:id/output`
+ * reads it; the entry's id is the SSE resume id): `l` the lines joined by newlines, `t` the bytes of
+ * output written to the stream so far, this entry included. The stream is held to the byte budget
+ * (CARD_OUTPUT_MAX_BYTES): a batch larger than it keeps only its last lines that fit, and whole
+ * entries are trimmed oldest first while what the stream holds would pass it. So nothing an agent
+ * prints makes the stream hold more than the budget, and a reader resuming from an id it was given
+ * gets every later entry that is still held, once.
+ * KEYS: 1 job hash, 2 job log list, 3 the card's output stream. ARGV: 1 keepLogs ('' for all),
+ * 2 the output stream's byte budget, 3… lines.
  */
 const APPEND_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 2))
+local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+local budget = tonumber(ARGV[2])
+local first = #ARGV
+local size = #ARGV[first]
+while first > 3 and size + 1 + #ARGV[first - 1] <= budget do
+  first = first - 1
+  size = size + 1 + #ARGV[first]
+end
+local function total(entry)
+  local t, len = 0, 0
+  for i = 1, #entry[2], 2 do
+    if entry[2][i] == 't' then t = tonumber(entry[2][i + 1]) elseif entry[2][i] == 'l' then len = #entry[2][i + 1] end
+  end
+  return t, len
+end
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+local written = size
+if last then written = written + total(last) end
+redis.call('XADD', KEYS[3], '*', 'l', table.concat(ARGV, '\\n', first, #ARGV), 't', written)
+if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+-- An entry is kept while it starts at or after the floor; the newest always does (size <= budget).
+local floor = written - budget
+while true do
+  local head = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 32)
+  local keep
+  local drop = {}
+  for _, entry in ipairs(head) do
+    local t, len = total(entry)
+    if t - len >= floor then keep = entry[1] break end
+    drop[#drop + 1] = entry[1]
+  end
+  if keep then
+    redis.call('XTRIM', KEYS[3], 'MINID', keep)
+    break
+  end
+  if #drop == 0 then break end
+  redis.call('XDEL', KEYS[3], unpack(drop))
+end
 if ARGV[1] ~= '' then
   local keep = tonumber(ARGV[1])
   redis.call('LTRIM', KEYS[2], -keep, -1)
@@ -30,12 +77,22 @@ return n
 
 const defined = new WeakSet<Redis>();
 
-/** Appends lines to the BullMQ log of a lane's job; answers the log's length, or -1 if the job is gone. */
-export async function appendJobLog(redis: Redis, lane: string, jobId: string, lines: readonly string[], keepLogs?: number): Promise<number> {
+/**
+ * Appends lines to the BullMQ log of a lane's job (job id = card id) and to the card's output stream;
+ * answers the log's length, or -1 if the job is gone.
+ */
+export async function appendJobLog(
+  redis: Redis,
+  lane: string,
+  jobId: string,
+  lines: readonly string[],
+  keepLogs?: number,
+  outputMaxBytes: number = agentLimits.CARD_OUTPUT_MAX_BYTES,
+): Promise<number> {
   if (lines.length === 0) return 0;
   if (!defined.has(redis)) {
     defined.add(redis);
-    redis.defineCommand('lanesJobLogAppend', { numberOfKeys: 2, lua: APPEND_LUA });
+    redis.defineCommand('lanesJobLogAppend', { numberOfKeys: 3, lua: APPEND_LUA });
   }
-  return redis.lanesJobLogAppend(keys.job(lane, jobId), keys.jobLogs(lane, jobId), keepLogs ?? '', ...lines);
+  return redis.lanesJobLogAppend(keys.job(lane, jobId), keys.jobLogs(lane, jobId), keys.cardOutput(jobId), keepLogs ?? '', outputMaxBytes, ...lines);
 }

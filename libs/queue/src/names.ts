@@ -25,6 +25,11 @@ export const keys = {
   /** BullMQ's hash of a card's job, and its log list (what Bull Board shows as the job's logs). */
   job: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}`,
   jobLogs: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:logs`,
+  /**
+   * A card's output lines as a Redis stream (job-log-append.ts writes it with the job log, byte-capped;
+   * card-script.ts adds an end entry at each terminal move and gives it the card's expiry).
+   */
+  cardOutput: (id: string) => `${STORE_PREFIX}:card:${id}:output`,
   /** BullMQ's lock of a card's job (job id = card id); its value is the holding run's token. */
   jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
   /** BullMQ's list of a lane's waiting jobs (not prioritized ones): pushed on the left, taken from the right. */
