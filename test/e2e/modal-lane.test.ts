@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
-import { ModalProvider } from '@lanes/sandbox';
+import { ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
-import { ModalProvider } from '@lanes/sandbox';
+import { ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

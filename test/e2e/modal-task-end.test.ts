@@ -4,7 +4,8 @@ import { Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { checkedExec } from '@lanes/runner';
-import { ModalProvider, type SandboxHandle } from '@lanes/sandbox';
+import type { SandboxHandle } from '@lanes/sandbox';
+import { ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

@@ -4,7 +4,7 @@ import { Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
-import { MODAL_MAX_THROTTLE_WAIT_SECS, ModalProvider } from '@lanes/sandbox';
+import { MODAL_MAX_THROTTLE_WAIT_SECS, ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

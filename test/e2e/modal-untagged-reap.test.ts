@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventLog, FleetStore } from '@lanes/queue';
-import { ModalProvider } from '@lanes/sandbox';
+import { ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

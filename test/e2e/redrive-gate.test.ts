@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventLog, keys } from '@lanes/queue';
-import { type FaultyProvider, createFaultyProvider } from '@lanes/sandbox';
+import { type FaultyProvider, createFaultyProvider } from '@lanes/sandbox/testing';
 import { createSupervisorApp, type SupervisorApp } from '@lanes/supervisor';
 import { startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 

@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import type { CardRecord, LaneConfigInput, SandboxRecord } from '@lanes/contracts';
 import { EventLog } from '@lanes/queue';
-import { FaultyProvider, createFaultyProvider, type SandboxProvider } from '@lanes/sandbox';
+import type { SandboxProvider } from '@lanes/sandbox';
+import { FaultyProvider, createFaultyProvider } from '@lanes/sandbox/testing';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const agent = [process.execPath, DEMO_AGENT];

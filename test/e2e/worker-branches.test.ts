@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import type { LaneConfigInput } from '@lanes/contracts';
 import { QUEUE_PREFIX } from '@lanes/queue';
-import { FaultyProvider, createFaultyProvider, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import type { SandboxHandle, SandboxProvider } from '@lanes/sandbox';
+import { FaultyProvider, createFaultyProvider } from '@lanes/sandbox/testing';
 import { startTestStack, useRedis, waitFor } from '../harness/index.js';
 
 const agent = [process.execPath, DEMO_AGENT];

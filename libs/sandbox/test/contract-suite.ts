@@ -21,7 +21,8 @@
  */
 import type { SandboxSpec } from '@lanes/contracts';
 import { AgentFileError, ProviderInvalidError, SandboxGoneError } from '@lanes/contracts';
-import { CANCELLED_EXIT_CODE, type CreateOptions, type ExecResult, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import type { CreateOptions, ExecResult, SandboxHandle, SandboxProvider } from '@lanes/sandbox';
+import { CANCELLED_EXIT_CODE } from '../src/exec-result.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { outputWatcher, waitFor } from './support/wait-for.js';
 

@@ -1,5 +1,7 @@
 import { SandboxGoneError } from '@lanes/contracts';
-import { CANCELLED_EXIT_CODE, ExecQueue, type ExecOptions, type ExecResult } from '@lanes/sandbox';
+import type { ExecOptions, ExecResult } from '@lanes/sandbox';
+import { CANCELLED_EXIT_CODE } from '../src/exec-result.js';
+import { ExecQueue } from '../src/exec-queue.js';
 import { describe, expect, it } from 'vitest';
 
 /** A raw exec whose commands finish only when the test says so; records what ran and overlap. */

@@ -1,4 +1,4 @@
-import { createFaultyProvider } from '@lanes/sandbox';
+import { createFaultyProvider } from '@lanes/sandbox/testing';
 import { runSandboxContract } from './contract-suite.js';
 import { localFixture } from './support/local-fixture.js';
 import { modalFixture } from './support/modal-fixture.js';

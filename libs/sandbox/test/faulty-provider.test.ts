@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectTimeoutError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
-import { type FaultyProvider, createFaultyProvider, type SandboxHandle } from '@lanes/sandbox';
+import type { SandboxHandle } from '@lanes/sandbox';
+import { type FaultyProvider, createFaultyProvider } from '@lanes/sandbox/testing';
 import { findByEnvEntry } from '../src/proc.js';
 import { SANDBOX_ID_ENV } from '../src/sandbox-reaper.js';
 import { localFixture, testSpec, type LocalFixture } from './support/local-fixture.js';

@@ -2,7 +2,8 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, SyncBatchError } from '@lanes/contracts';
-import { syncFiles, type SandboxHandle, type SyncProgress, type SyncTarget } from '@lanes/sandbox';
+import { syncFiles, type SandboxHandle } from '@lanes/sandbox';
+import type { SyncProgress, SyncTarget } from '../src/file-sync.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localFixture, testSpec, type LocalFixture } from './support/local-fixture.js';
 

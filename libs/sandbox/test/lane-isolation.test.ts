@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LaneIsolation } from '@lanes/contracts';
-import { firstUnreadablePath, resolveLaneIsolation, type IsolationCapabilities } from '@lanes/sandbox';
+import { firstUnreadablePath, resolveLaneIsolation, type IsolationCapabilities } from '../src/local/lane-isolation.js';
 
 const ALL: IsolationCapabilities = { pidNamespace: true, separateUid: { ok: true } };
 const NO_UID: IsolationCapabilities = { pidNamespace: true, separateUid: { ok: false, why: 'the worker is not root' } };

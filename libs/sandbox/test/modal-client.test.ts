@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProviderInvalidError } from '@lanes/contracts';
 import type { ModalClient } from 'modal';
-import { DEFAULT_MODAL_CALL_TIMEOUT_MS, MODAL_MAX_THROTTLE_WAIT_SECS, createModalClient, createModalProvider } from '@lanes/sandbox';
+import { DEFAULT_MODAL_CALL_TIMEOUT_MS, MODAL_MAX_THROTTLE_WAIT_SECS, createModalClient, createModalProvider } from '@lanes/sandbox/modal';
 
 // The SDK also takes credentials from the environment and ~/.modal.toml: only a machine with
 // neither can show what happens without any.

@@ -14,7 +14,7 @@ import {
 import { ClientError, Status } from 'nice-grpc';
 import { describe, expect, it } from 'vitest';
 import { ConnectTimeoutError, ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
-import { isModalSandboxGone, toModalLanesError, type ModalErrorScope } from '@lanes/sandbox';
+import { isModalSandboxGone, toModalLanesError, type ModalErrorScope } from '@lanes/sandbox/modal';
 
 const SANDBOX: ModalErrorScope = { kind: 'sandbox', sandboxId: 'sb-1' };
 const CLIENT: ModalErrorScope = { kind: 'client' };

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { SandboxGoneError } from '@lanes/contracts';
-import { createModalProvider, type ExecResult } from '@lanes/sandbox';
+import type { ExecResult } from '@lanes/sandbox';
+import { createModalProvider } from '@lanes/sandbox/modal';
 import { runSandboxContract } from './contract-suite.js';
 
 // The same contract as modal-contract.test.ts, against real Modal. Needs network and a token.

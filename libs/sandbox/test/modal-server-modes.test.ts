@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Status } from 'nice-grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProviderUnavailableError } from '@lanes/contracts';
-import { MODAL_MAX_THROTTLE_WAIT_SECS, ModalProvider } from '@lanes/sandbox';
+import { MODAL_MAX_THROTTLE_WAIT_SECS, ModalProvider } from '@lanes/sandbox/modal';
 import { startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { MODAL_TEST_LIVENESS_POLL_MS, modalTestSpec } from './support/modal-fixture.js';
 import { outputWatcher } from './support/wait-for.js';

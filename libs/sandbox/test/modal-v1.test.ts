@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProviderInvalidError } from '@lanes/contracts';
-import { createModalClient } from '@lanes/sandbox';
+import { createModalClient } from '@lanes/sandbox/modal';
 
 /** The SDK reads MODAL_SANDBOX_V2 from the process environment when a client is built (modal@0.11.1 getProfile). */
 describe('createModalClient and the SDK’s V1 sandbox path', () => {

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLanesConfig } from '@lanes/contracts';
-import { FaultyProvider, LocalSandboxProvider, agentBaseEnv, createProviderRegistry, detectIsolation, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { LocalSandboxProvider, createProviderRegistry, detectIsolation, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
+import { FaultyProvider } from '@lanes/sandbox/testing';
+import { agentBaseEnv } from '../src/agent-env.js';
 
 const lanes = parseLanesConfig({
   lanes: [

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { buildTar, type TarEntry } from '@lanes/sandbox';
+import { buildTar, type TarEntry } from '../src/tar-writer.js';
 import { describe, expect, it } from 'vitest';
 
 /** GNU tar is the reference reader: what it lists is what a sandbox will extract. */

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { SandboxSpec } from '@lanes/contracts';
-import { ModalProvider, type ModalProviderOptions } from '@lanes/sandbox';
+import { ModalProvider, type ModalProviderOptions } from '@lanes/sandbox/modal';
 import { DEFAULT_ROUTER_BEHAVIOUR, startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { findByEnvEntry } from '../../src/proc.js';
 import type { ContractFixture } from '../contract-suite.js';
