@@ -122,42 +122,50 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
     const remaining: ListedSandbox[] = [];
     let complete = true;
     for (const provider of new Set(options.providers)) {
-      let listed: ListedSandbox[];
-      try {
-        listed = await provider.list();
-        // Owners the listing does not tag come from lanes' own record of what it created.
-        const untagged = listed.filter((s) => !s.tags.worker).map((s) => s.id);
-        if (untagged.length) listed = attributeOwners(listed, await fleet.sandboxOwners(untagged));
-      } catch (err) {
-        log.warn({ err, provider: provider.name }, 'could not list sandboxes; no reaping on this provider this sweep');
+      const listed = await listWithOwners(provider);
+      if (!listed) {
         complete = false;
         continue;
       }
       for (const d of evaluateOrphans({ sandboxes: listed, liveness: verdicts }, { reapAfterSilenceMs: options.lockDurationMs ?? DEFAULT_BULLMQ_LOCK_DURATION_MS })) {
         const ref = listed.find((s) => s.id === d.id);
-        if (d.action !== 'reap') {
-          if (ref) remaining.push(ref);
-          continue;
-        }
-        try {
-          await provider.terminateById(d.id);
-        } catch (err) {
-          log.warn({ err, sandboxId: d.id }, 'orphan terminate failed; retrying next sweep');
-          if (ref) remaining.push(ref);
-          continue;
-        }
-        log.warn({ event: 'sandbox.reaped', sandboxId: d.id, lane: ref?.tags.lane, slot: ref?.tags.slot, reason: d.reason }, 'sandbox.reaped');
-        await events.append({
-          type: 'sandbox.reaped',
-          at: new Date(now()).toISOString(),
-          lane: ref?.tags.lane ?? 'unknown',
-          sandboxId: d.id,
-          ...(ref?.tags.slot ? { slot: ref.tags.slot } : {}),
-          data: { reason: d.reason, owner: ref?.tags.worker ?? null },
-        });
+        const kept = d.action !== 'reap' || !(await reap(provider, d.id, d.reason, ref));
+        if (kept && ref) remaining.push(ref);
       }
     }
     return complete ? remaining : undefined;
+  }
+
+  /** The provider's sandboxes, owners the listing does not tag taken from lanes' own record of what it created; undefined when it could not list. */
+  async function listWithOwners(provider: SandboxProvider): Promise<ListedSandbox[] | undefined> {
+    try {
+      const listed = await provider.list();
+      const untagged = listed.filter((s) => !s.tags.worker).map((s) => s.id);
+      return untagged.length ? attributeOwners(listed, await fleet.sandboxOwners(untagged)) : listed;
+    } catch (err) {
+      log.warn({ err, provider: provider.name }, 'could not list sandboxes; no reaping on this provider this sweep');
+      return undefined;
+    }
+  }
+
+  /** Terminates one orphan by id and says so (log and event); false when the terminate failed (it is tried again next sweep). */
+  async function reap(provider: SandboxProvider, id: string, reason: string, ref: ListedSandbox | undefined): Promise<boolean> {
+    try {
+      await provider.terminateById(id);
+    } catch (err) {
+      log.warn({ err, sandboxId: id }, 'orphan terminate failed; retrying next sweep');
+      return false;
+    }
+    log.warn({ event: 'sandbox.reaped', sandboxId: id, lane: ref?.tags.lane, slot: ref?.tags.slot, reason }, 'sandbox.reaped');
+    await events.append({
+      type: 'sandbox.reaped',
+      at: new Date(now()).toISOString(),
+      lane: ref?.tags.lane ?? 'unknown',
+      sandboxId: id,
+      ...(ref?.tags.slot ? { slot: ref.tags.slot } : {}),
+      data: { reason, owner: ref?.tags.worker ?? null },
+    });
+    return true;
   }
 
   /** Drops the records of workers that are gone and own nothing any more, so dead workers do not pile up. */
