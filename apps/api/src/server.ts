@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
-import { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
+import { CardOutput, CardStore, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError, errorBody } from './api-error.js';
 import { createAuthHook, createEdgeHook } from './auth.js';
 import { registerBoard } from './board.js';
@@ -149,9 +149,15 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
 
   const statusDeps = { queues, store, fleet, lanes };
   healthRoutes(app, { full });
-  cardRoutes(app, { queues, store, ...(options.newId ? { newId: options.newId } : {}), ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}) });
+  cardRoutes(app, {
+    queues,
+    store,
+    output: new CardOutput(redis),
+    ...(options.newId ? { newId: options.newId } : {}),
+    ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
+  });
   laneRoutes(app, { ...statusDeps, redis });
-  const events = eventRoutes(app, { redis, log: options.log, ...options.events });
+  const events = eventRoutes(app, { redis, store, log: options.log, ...options.events });
   const metrics = createMetrics(statusDeps, events);
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {

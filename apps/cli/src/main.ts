@@ -3,7 +3,7 @@ import { ConfigError, LanesError } from '@lanes/contracts';
 import { LanesClient, LanesUnreachableError } from '@lanes/client';
 import { cardAction, cardsCommand, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
 import { createLogger } from './logger.js';
-import { tailCommand, watchCommand } from './tail.js';
+import { tailCommand, tailOutputCommand, watchCommand } from './tail.js';
 import { up } from './up.js';
 
 const USAGE = `usage: lanes <command> [options]
@@ -13,7 +13,8 @@ const USAGE = `usage: lanes <command> [options]
                                     one part only (containers)
   enqueue --lane L --title T [--id ID] [--prompt P] [--repo URL] | --json FILE|-
   status CARD_ID [--watch]          a card's state and history; --watch follows it until it ends
-  tail [--lane L] [--card ID]       follow events as lines until Ctrl-C; resumes after a disconnect
+  tail [--lane L]                   follow events as lines until Ctrl-C; resumes after a disconnect
+  tail --card ID                    a card's output lines as they are printed; exits when the card ends
   cancel CARD_ID                    kill its process group (never the sandbox) or dequeue it
   unblock CARD_ID [--note TEXT]     release a needs-human card
   retry CARD_ID [--reason TEXT]     queue a failed or cancelled card again (history kept, attempts reset)
@@ -98,6 +99,7 @@ export async function main(
       case 'status':
         return values.watch ? await watchCommand(client, needId(), signal ?? interrupted(), print) : await statusCommand(client, needId(), print);
       case 'tail':
+        if (values.card) return await tailOutputCommand(client, values.card, { signal: signal ?? interrupted(), note }, print);
         return await tailCommand(
           client,
           { ...(values.lane ? { lane: values.lane } : {}), ...(values.card ? { cardId: values.card } : {}), signal: signal ?? interrupted(), note },

@@ -46,6 +46,37 @@ export async function tailCommand(client: LanesClient, options: TailOptions, pri
   return 0;
 }
 
+export interface TailOutputOptions {
+  signal: AbortSignal;
+  /** Where "reconnecting" notes go (stderr), so stdout holds only the card's output lines. */
+  note: Print;
+}
+
+/**
+ * `lanes tail --card ID`: the card's output lines as the agent prints them, from the oldest the API
+ * still holds; exits 0 once the card has ended (130 when interrupted). A dropped connection resumes
+ * after the last line printed, so none is missed or printed twice.
+ */
+export async function tailOutputCommand(client: LanesClient, id: string, options: TailOutputOptions, print: Print): Promise<number> {
+  let opens = 0;
+  let dropped = false;
+  for await (const chunk of client.output(id, {
+    signal: options.signal,
+    onOpen: (after) => {
+      if (opens++ === 0) options.note(`following the output of card ${id} until it ends (Ctrl-C to stop)`);
+      else options.note(`reconnected, resuming after ${after ?? 'the start'}`);
+      dropped = false;
+    },
+    onReconnect: (reason) => {
+      if (!dropped) options.note(`disconnected (${reason instanceof Error ? reason.message : String(reason)}); reconnecting`);
+      dropped = true;
+    },
+  })) {
+    for (const line of chunk.lines) print(line);
+  }
+  return options.signal.aborted ? 130 : 0;
+}
+
 const CARD_ENDS: ReadonlySet<EventType> = new Set<EventType>(['card.done', 'card.failed', 'card.cancelled']);
 
 /** `lanes status ID --watch`: the card's status, its events as they happen, and its status again once it has ended. */

@@ -7,6 +7,8 @@ export {
   type BulkEnqueueResult,
   type StreamedEvent,
   type EventsOptions,
+  type OutputChunk,
+  type OutputOptions,
 } from './lanes-client.js';
 export { LanesApiError, LanesUnreachableError } from './client-errors.js';
 export { SseFrameParser, type SseFrame } from './sse-frames.js';

@@ -49,6 +49,24 @@ export interface EventsOptions {
   onReconnect?: (reason: unknown) => void;
 }
 
+/** A batch of a card's output lines (stderr lines marked `[stderr] `): its stream id is the resume point. */
+export interface OutputChunk {
+  id: string;
+  lines: string[];
+}
+
+export interface OutputOptions {
+  /** Resume after this output id; default: from the oldest line the API still holds. */
+  after?: string;
+  /** Ends the iteration. Breaking out of the loop does too. */
+  signal?: AbortSignal;
+  reconnectDelayMs?: number;
+  /** Told each time the stream is open, with the id it resumes after (none on a first open from the start). */
+  onOpen?: (resumedAfter: string | undefined) => void;
+  /** Told each time the stream dropped and is about to be re-opened, with why. */
+  onReconnect?: (reason: unknown) => void;
+}
+
 /** A typed client of the lanes API: cards, lanes and the event stream. */
 export class LanesClient {
   constructor(private readonly options: LanesClientOptions) {}
@@ -147,6 +165,50 @@ export class LanesClient {
           await reader.cancel().catch(() => undefined);
         }
         options.onReconnect?.(new Error('the event stream ended'));
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        if (err instanceof LanesApiError && err.retry === 'permanent') throw err;
+        options.onReconnect?.(err);
+      }
+      try {
+        await sleep(options.reconnectDelayMs ?? EVENTS_RECONNECT_DELAY_MS, undefined, options.signal ? { signal: options.signal } : {});
+      } catch {
+        return; // aborted while waiting
+      }
+    }
+  }
+
+  /**
+   * A card's output as it is printed (`GET /v1/cards/:id/output`), until the card ends (the iteration
+   * returns), `signal` aborts or the loop breaks. A dropped connection is re-opened with
+   * `Last-Event-ID`, so no line is lost or repeated across it. An unknown or out-of-scope card ends
+   * the iteration with a LanesApiError (404).
+   */
+  async *output(id: string, options: OutputOptions = {}): AsyncGenerator<OutputChunk, void, undefined> {
+    let lastId = options.after;
+    const path = `/v1/cards/${encodeURIComponent(id)}/output`;
+    while (!options.signal?.aborted) {
+      try {
+        const res = await this.send('GET', path, undefined, { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, options.signal);
+        if (!res.ok) throw await toApiError(res);
+        options.onOpen?.(lastId);
+        const reader = res.body!.getReader();
+        const parser = new SseFrameParser();
+        const decoder = new TextDecoder();
+        try {
+          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+            for (const frame of parser.push(decoder.decode(chunk.value, { stream: true }))) {
+              if (frame.id) lastId = frame.id;
+              if (frame.event === 'end') return;
+              if (frame.event !== 'output' || frame.data === undefined || !frame.id) continue;
+              const data = JSON.parse(frame.data) as { lines?: unknown };
+              if (Array.isArray(data.lines)) yield { id: frame.id, lines: data.lines.map(String) };
+            }
+          }
+        } finally {
+          await reader.cancel().catch(() => undefined);
+        }
+        options.onReconnect?.(new Error('the output stream ended'));
       } catch (err) {
         if (options.signal?.aborted) return;
         if (err instanceof LanesApiError && err.retry === 'permanent') throw err;

@@ -15,13 +15,15 @@ import {
   type CallbackAllowRule,
   type ValidationIssue,
 } from '@lanes/contracts';
-import type { CardStore, LaneQueues } from '@lanes/queue';
+import type { CardOutput, CardStore, LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
 import { inScope, type Principal } from '../edge/principal.js';
 
 export interface CardRoutesDeps {
   queues: LaneQueues;
   store: CardStore;
+  /** The card's output stream, for `outputTail`. */
+  output?: CardOutput;
   newId?: () => string;
   /** LANES_CALLBACK_ALLOW: inward callback targets let through. */
   callbackAllow?: readonly CallbackAllowRule[];
@@ -151,9 +153,10 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   });
 
   app.get<{ Params: { id: string } }>('/v1/cards/:id', async (request) => {
-    const record = await store.get(request.params.id);
+    const [record, outputTail] = await Promise.all([store.get(request.params.id), deps.output?.tail(request.params.id)]);
     if (!record || !inScope(request.principal, record.lane)) throw notFound(`card ${request.params.id}`);
-    return record;
+    // The last CARD_OUTPUT_TAIL_BYTES of its output stay with the card (card-output.ts in @lanes/queue).
+    return outputTail === undefined ? record : { ...record, outputTail };
   });
 
   app.post<{ Params: { id: string } }>('/v1/cards/:id/cancel', async (request, reply) => {

@@ -5,7 +5,10 @@ import { z } from 'zod';
 import { LaneNameSchema, StreamIdSchema, toIssues, type ValidationIssue } from '@lanes/contracts';
 import { ApiError, notFound } from '../api-error.js';
 import { inScope as principalInScope } from '../edge/principal.js';
+import { CardOutput, type CardStore } from '@lanes/queue';
 import { EventFanout } from '../sse/event-fanout.js';
+import { OutputFanout } from '../sse/output-fanout.js';
+import { cardOutputRoute } from './card-output.js';
 import { DEFAULT_SSE_STREAM_CONFIG, SseStream, type SseStreamConfig } from '../sse/sse-stream.js';
 import { DEFAULT_STREAM_CAPS_CONFIG, evaluateStreamAdmission, type StreamCapsConfig } from '../sse/stream-admission.js';
 import { StreamTally } from '../sse/stream-tally.js';
@@ -23,11 +26,13 @@ export interface EventStreamOptions {
 export interface EventRoutesDeps extends EventStreamOptions {
   redis: Redis;
   log: Logger;
+  /** For `GET /v1/cards/:id/output` (card-output.ts): the card's lane and state. */
+  store: CardStore;
 }
 
 /** What the event routes serve right now. */
 export interface EventStreamStats {
-  /** Streams open (counted against the caps). */
+  /** Streams open (counted against the caps): `/v1/events` and card output streams together. */
   open(): number;
   /** Streams dropped as slow consumers since start. */
   dropped(): number;
@@ -63,10 +68,10 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
   const streams = new Set<SseStream>();
   let dropped = 0;
 
-  app.get('/v1/events', async (request, reply) => {
-    const { since, lane } = parseRequest(request);
-    // A lane outside the token's scope answers as an unknown one; unfiltered, the stream holds only in-scope lanes.
-    if (lane !== undefined && !principalInScope(request.principal, lane)) throw notFound(`lane ${lane}`);
+  const outputFanout = new OutputFanout({ redis: deps.redis, log: deps.log.child({ component: 'sse-output' }) });
+
+  /** Counts one more stream of this request's principal, or refuses it (429) over a cap. */
+  const admit = (request: FastifyRequest): string => {
     const principal = principalOf(request);
     // Checked and counted with no await between, so concurrent opens cannot pass the caps together.
     const admission = evaluateStreamAdmission(tally.snapshot(principal), caps);
@@ -84,6 +89,14 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
         break;
     }
     tally.open(principal);
+    return principal;
+  };
+
+  app.get('/v1/events', async (request, reply) => {
+    const { since, lane } = parseRequest(request);
+    // A lane outside the token's scope answers as an unknown one; unfiltered, the stream holds only in-scope lanes.
+    if (lane !== undefined && !principalInScope(request.principal, lane)) throw notFound(`lane ${lane}`);
+    const principal = admit(request);
     const inScope = deps.laneFilter?.(request) ?? ((l: string) => principalInScope(request.principal, l));
     const accepts = (l: string) => (lane === undefined || l === lane) && inScope(l);
     const stream = new SseStream(reply.raw, accepts, streamConfig, {
@@ -117,12 +130,29 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
     }
   });
 
+  cardOutputRoute(app, {
+    store: deps.store,
+    output: new CardOutput(deps.redis),
+    fanout: outputFanout,
+    admit,
+    streamConfig,
+    track: (stream) => streams.add(stream),
+    closed: (stream, principal) => {
+      streams.delete(stream);
+      tally.release(principal);
+    },
+    dropped: () => {
+      dropped++;
+    },
+  });
+
   // Streams never end by themselves: closing the server ends each with its resume id, then stops the reader.
   app.addHook('preClose', async () => {
     for (const stream of streams) stream.end('server-closing');
   });
   app.addHook('onClose', async () => {
     await fanout.stop();
+    await outputFanout.stop();
   });
 
   return { open: () => tally.total, dropped: () => dropped };

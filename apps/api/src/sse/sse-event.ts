@@ -1,4 +1,5 @@
-import type { StoredEvent } from '@lanes/queue';
+import type { CardState } from '@lanes/contracts';
+import type { OutputEntry, StoredEvent } from '@lanes/queue';
 
 /** One event rendered once as an SSE frame, shared by every stream that sends it. */
 export interface SseEvent {
@@ -7,9 +8,21 @@ export interface SseEvent {
   frame: string;
   /** The frame's length in bytes, for the buffer cap. */
   bytes: number;
+  /** A card output stream's end entry: the run ended in this state. */
+  end?: CardState;
 }
 
 export function toSseEvent(e: StoredEvent): SseEvent {
   const frame = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
   return { id: e.id, lane: e.lane, frame, bytes: Buffer.byteLength(frame) };
+}
+
+/**
+ * A card's output entry as a frame: `event: output` with `{lines}` (JSON, so no carriage return or
+ * newline an agent prints can break the framing), or `event: end` with `{state}`.
+ */
+export function toOutputEvent(e: OutputEntry, lane: string): SseEvent {
+  const [type, data] = e.kind === 'lines' ? ['output', { lines: e.lines }] : ['end', { state: e.state }];
+  const frame = `id: ${e.id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return { id: e.id, lane, frame, bytes: Buffer.byteLength(frame), ...(e.kind === 'end' ? { end: e.state } : {}) };
 }

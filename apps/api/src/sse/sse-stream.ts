@@ -18,8 +18,11 @@ export const DEFAULT_SSE_STREAM_CONFIG: SseStreamConfig = {
   endGraceMs: defaults.DEFAULT_SSE_END_GRACE_MS,
 };
 
-/** Why a stream ended. Only `client-closed` is the client's doing; the others tell it where to resume. */
-export type SseEndReason = 'slow-consumer' | 'server-closing' | 'redis-unavailable' | 'client-closed';
+/**
+ * Why a stream ended. Only `client-closed` is the client's doing; `card-ended` (a card's output
+ * stream, after its end) has nothing more to send; the others tell it where to resume.
+ */
+export type SseEndReason = 'slow-consumer' | 'server-closing' | 'redis-unavailable' | 'card-ended' | 'client-closed';
 
 /** `new` until its headers go out; `ending` while its last frame flushes; `closed` once its socket is gone. */
 export type SseStreamState = 'new' | 'open' | 'ending' | 'closed';
@@ -33,6 +36,7 @@ const END_COMMENTS: Record<Exclude<SseEndReason, 'client-closed'>, string> = {
   'slow-consumer': 'dropped: the client read too slowly',
   'server-closing': 'the server is closing',
   'redis-unavailable': 'events cannot be read from redis',
+  'card-ended': 'the card has ended',
 };
 
 /**
