@@ -1,12 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { LaneConfig } from '@lanes/contracts';
+import { KeyLimits } from '@lanes/queue';
 import { evaluateScale, livenessOf, type ScaleDecision } from '@lanes/supervision';
 import type { LaneStatusDeps } from './lane-status.js';
 
 /** BullMQ scores a delayed job as dueAt × 0x1000 + a counter (getDelayedScore.lua). */
 const DELAYED_SCORE_FACTOR = 0x1000;
 
-/** Reads one lane's queue, blocked set and slots, and decides its scale. */
+/**
+ * Reads one lane's queue, blocked set and slots, and decides its scale. Cards parked over their
+ * key's limit are no demand: their delayed jobs, due only as the park's backstop, are left out.
+ */
 export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: LaneConfig, now: number): Promise<ScaleDecision> {
   const queue = deps.queues.queue(lane.name)!;
   const [counts, dueFlat, blocked, slots, breaker, verdicts] = await Promise.all([
@@ -18,8 +22,16 @@ export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: L
     deps.fleet.breaker(lane.name),
     deps.fleet.liveness(),
   ]);
-  const delayed: Array<{ id: string; dueAt: number }> = [];
-  for (let i = 0; i < dueFlat.length; i += 2) delayed.push({ id: dueFlat[i]!, dueAt: Math.floor(Number(dueFlat[i + 1]) / DELAYED_SCORE_FACTOR) });
+  const due: Array<{ id: string; dueAt: number }> = [];
+  for (let i = 0; i < dueFlat.length; i += 2) due.push({ id: dueFlat[i]!, dueAt: Math.floor(Number(dueFlat[i + 1]) / DELAYED_SCORE_FACTOR) });
+  const parked =
+    lane.maxRunningPerKey !== undefined
+      ? await new KeyLimits(deps.redis).parkedAmong(
+          lane.name,
+          due.map((d) => d.id),
+        )
+      : new Set<string>();
+  const delayed = due.filter((d) => !parked.has(d.id));
   const liveSlots = slots.filter((s) => livenessOf(verdicts, s.worker) !== 'gone' && s.sandbox?.state === 'live').length;
   return evaluateScale(
     {

@@ -1,5 +1,6 @@
-import type { LaneConfig, LaneStatus } from '@lanes/contracts';
-import type { CardStore, FleetStore, LaneQueues } from '@lanes/queue';
+import type { Redis } from 'ioredis';
+import { KEY_LIMIT_WAITING, type LaneConfig, type LaneStatus } from '@lanes/contracts';
+import { KeyLimits, type CardStore, type FleetStore, type LaneQueues } from '@lanes/queue';
 import { desiredSlots, livenessOf } from '@lanes/supervision';
 
 export interface LaneStatusDeps {
@@ -15,21 +16,24 @@ const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 
  * Per lane: queue counts, blocked counts by reason, slots of workers not known to be gone, breaker,
  * desired slots, outage. The API cannot watch beats over time, so it reads the supervisor's
  * published liveness verdicts; a worker without one (no supervisor yet, or it stopped) is unknown
- * and its slots stay listed: unknown never reads as gone.
+ * and its slots stay listed: unknown never reads as gone. A lane with `maxRunningPerKey` also counts
+ * its queued cards parked over their key's limit, as `waiting (key limit)` (read where `redis` is given).
  */
-export async function laneStatuses(deps: LaneStatusDeps): Promise<LaneStatus[]> {
+export async function laneStatuses(deps: LaneStatusDeps & { redis?: Redis }): Promise<LaneStatus[]> {
   const [verdicts, isolations] = await Promise.all([deps.fleet.liveness(), deps.fleet.isolations()]);
   return Promise.all(
     deps.lanes.map(async (lane) => {
       const queue = deps.queues.queue(lane.name)!;
-      const [jobCounts, blocked, slots, breaker, health] = await Promise.all([
+      const keyLimits = deps.redis && lane.maxRunningPerKey !== undefined ? new KeyLimits(deps.redis) : undefined;
+      const [jobCounts, blocked, slots, breaker, health, parked] = await Promise.all([
         queue.getJobCounts(...JOB_STATES),
         deps.store.blocked(lane.name),
         deps.fleet.slots(lane.name),
         deps.fleet.breaker(lane.name),
         deps.fleet.health(lane.name),
+        keyLimits?.parkedCount(lane.name),
       ]);
-      const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length };
+      const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length, ...(parked !== undefined ? { [KEY_LIMIT_WAITING]: parked } : {}) };
       for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
       const live = slots.map((s) => ({ ...s, workerLiveness: livenessOf(verdicts, s.worker) })).filter((s) => s.workerLiveness !== 'gone');
       const desired = desiredSlots(

@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { defaults, type LaneConfig } from '@lanes/contracts';
-import { QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues, type ReplicaAck } from '@lanes/queue';
+import { KeyLimits, QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues, type ReplicaAck } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
@@ -220,6 +220,7 @@ export class LaneWorker {
         running: this.running,
         leases: this.leases,
         ...(this.deps.replicaAck ? { replicaAck: this.deps.replicaAck } : {}),
+        ...(lane.maxRunningPerKey !== undefined ? { keyLimits: new KeyLimits(redis), jobOf: (id: string) => this.deps.queues.job(id, lane.name) } : {}),
       }),
       {
         connection: redis,

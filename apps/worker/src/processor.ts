@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
-import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type ReplicaAck } from '@lanes/queue';
+import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type KeyLimits, type ReplicaAck } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
 import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -10,6 +10,7 @@ import { cardFromJob } from './card-from-job.js';
 import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
 import { decideCard, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
 import { jobLogSink } from './job-log.js';
+import { admitByKey, releaseByKey } from './key-gate.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import { RunLease } from './run-lease.js';
 import type { Slot } from './slot.js';
@@ -39,6 +40,10 @@ export interface ProcessorDeps {
    * a failover loses neither (unless no replica answered in time; replica-ack.ts).
    */
   replicaAck?: ReplicaAck;
+  /** Fair per-key concurrency (key-gate.ts), for a lane with `maxRunningPerKey`. */
+  keyLimits?: KeyLimits;
+  /** The lane's BullMQ job of a card: the key gate wakes a parked card through it. */
+  jobOf?: (cardId: string) => Promise<Job | undefined>;
 }
 
 /** One run of one card: what the shell steps share. */
@@ -73,6 +78,9 @@ export function createProcessor(deps: ProcessorDeps) {
     }
     if (!token) throw new IllegalStateError(`BullMQ gave card ${card.id} no lock token`);
     const log = baseLog.child({ cardId: card.id });
+    // Over its key's limit, the card is parked before it takes a slot (and this call ends here).
+    const { keyLimits, jobOf } = deps;
+    const keyed = keyLimits && jobOf ? await admitByKey({ ...deps, keyLimits, jobOf }, job, card, token, log) : undefined;
     // The record is not read here: the move to running says whether the card may still run, and
     // brings what the decision needs. Only a run that stops before that move reads it.
     // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
@@ -101,6 +109,7 @@ export function createProcessor(deps: ProcessorDeps) {
       deps.leases.delete(card.id);
       deps.running.delete(card.id);
       deps.pool.release(slot);
+      if (keyed && keyLimits && jobOf) await releaseByKey({ ...deps, keyLimits, jobOf }, keyed, token, log);
     }
   };
 }

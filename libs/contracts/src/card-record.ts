@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CardSchema } from './card.js';
+import { StateDetailSchema } from './concurrency-key.js';
 import { BlockedReasonSchema, CardStateSchema, FailedReasonSchema } from './card-state.js';
 import { HistoryEntrySchema } from './history.js';
 import { ObservedExitCodeSchema } from './sandbox.js';
@@ -7,6 +8,8 @@ import { ObservedExitCodeSchema } from './sandbox.js';
 /** The card as the API returns it: the card itself plus everything known about its run. */
 export const CardRecordSchema = CardSchema.extend({
   state: CardStateSchema,
+  /** A queued card parked over its key's limit: `waiting (key limit)`. */
+  stateDetail: StateDetailSchema.optional(),
   blockedReason: BlockedReasonSchema.optional(),
   blockedMessage: z.string().optional(),
   failedReason: FailedReasonSchema.optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConcurrencyKeySchema } from './concurrency-key.js';
 import { CARD_ID_MAX_LENGTH, MAX_CARD_METADATA_BYTES } from './defaults.js';
 
 /**
@@ -72,6 +73,8 @@ export const CardInputSchema = z.strictObject({
     .record(z.string(), z.json())
     .refine((m) => jsonBytes(m) <= MAX_CARD_METADATA_BYTES, { message: `must be at most ${MAX_CARD_METADATA_BYTES} bytes as JSON` })
     .optional(),
+  /** Cards of one key (e.g. `owner/repo`) run at most the lane's `maxRunningPerKey` at a time. */
+  concurrencyKey: ConcurrencyKeySchema.optional(),
 });
 export type CardInput = z.input<typeof CardInputSchema>;
 

@@ -45,6 +45,15 @@ export { TokenRoleSchema, ApiTokenConfigSchema, type TokenRole, type ApiTokenCon
 export { HistoryEntrySchema, type HistoryEntry } from './history.js';
 export { CardRecordSchema, type CardRecord } from './card-record.js';
 export {
+  CONCURRENCY_KEY_MAX_LENGTH,
+  CONCURRENCY_KEY_PATTERN,
+  ConcurrencyKeySchema,
+  MaxRunningPerKeySchema,
+  KEY_LIMIT_WAITING,
+  StateDetailSchema,
+  type StateDetail,
+} from './concurrency-key.js';
+export {
   FaultPlanSchema,
   BreakerConfigSchema,
   RespawnConfigSchema,

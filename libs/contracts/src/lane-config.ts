@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ApiTokenConfigSchema } from './api-token.js';
 import { LaneNameSchema } from './card.js';
+import { MaxRunningPerKeySchema } from './concurrency-key.js';
 import * as D from './defaults.js';
 import { DEFAULT_MAX_RESULT_BYTES, MAX_RESULT_BYTES_LIMIT } from './agent-limits.js';
 import { FileSyncSchema } from './sandbox.js';
@@ -126,6 +127,8 @@ export const LaneConfigSchema = z
     slotScaling: SlotScalingConfigSchema.default(() => SlotScalingConfigSchema.parse({})),
     retention: RetentionConfigSchema.default(() => RetentionConfigSchema.parse({})),
     faults: FaultPlanSchema.optional(),
+    /** At most this many cards of one `concurrencyKey` run at once across the lane's workers; unset: no key limit. */
+    maxRunningPerKey: MaxRunningPerKeySchema.optional(),
   })
   .transform((lane) => {
     // Given only `slots`, the lane is fixed: min = max = slots (a worker never adds or drops slots).

@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { BlockedReasonSchema, CardSchema, CardStateSchema, FailedReasonSchema, HistoryEntrySchema, ObservedExitCodeSchema, type CardRecord } from '@lanes/contracts';
+import {
+  BlockedReasonSchema,
+  CardSchema,
+  CardStateSchema,
+  FailedReasonSchema,
+  HistoryEntrySchema,
+  ObservedExitCodeSchema,
+  StateDetailSchema,
+  type CardRecord,
+} from '@lanes/contracts';
 
 const Count = z.coerce.number().int().nonnegative();
 
@@ -13,6 +22,8 @@ export const CardHashSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   runToken: z.string().optional(),
+  /** Set while the card is parked over its key's limit (key-limit-script.ts). */
+  stateDetail: StateDetailSchema.optional(),
   blockedReason: BlockedReasonSchema.optional(),
   blockedMessage: z.string().optional(),
   failedReason: FailedReasonSchema.optional(),
@@ -35,6 +46,7 @@ export function recordOf(hash: CardHash, history: readonly string[]): CardRecord
     updatedAt: hash.updatedAt,
     history: history.map((h) => HistoryEntrySchema.parse(JSON.parse(h))),
   };
+  if (hash.stateDetail && record.state === 'queued') record.stateDetail = hash.stateDetail;
   if (hash.blockedReason) record.blockedReason = hash.blockedReason;
   if (hash.blockedMessage) record.blockedMessage = hash.blockedMessage;
   if (hash.failedReason && record.state === 'failed') record.failedReason = hash.failedReason;

@@ -5,6 +5,7 @@ import { isCallbackEvent } from './callback-events.js';
 import type { CardWriter, RenderedMove } from './card-move.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
+import { KEY_PARK_FIELDS } from './key-limit-script.js';
 import { QUEUE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
 
 declare module 'ioredis' {
@@ -113,6 +114,13 @@ end
 local function apply(from)
   local set = cjson.decode(ARGV[5])
   index(from, set)
+  -- A card parked over its key's limit (key-limit-script.ts) is parked no more once it moves on.
+  if to ~= 'queued' then
+    local park = redis.call('HMGET', KEYS[1], 'keyWaiting', 'keyParked')
+    if park[1] then redis.call('ZREM', park[1], ARGV[11]) end
+    if park[2] then redis.call('ZREM', park[2], ARGV[11]) end
+    if park[1] or park[2] then redis.call('HDEL', KEYS[1], '${KEY_PARK_FIELDS.join("', '")}') end
+  end
   local flat = {}
   for k, v in pairs(set) do flat[#flat + 1] = k; flat[#flat + 1] = v end
   if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end

@@ -13,7 +13,17 @@ export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-
 export { appendJobLog } from './job-log-append.js';
 export { CardOutput, trimOutputTail, type OutputEntry, type OutputPage } from './card-output.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
-export { LaneQueues, REDRIVE_HANDOVER_MS, type BlockedEntry, type RedriveSelection, type LaneQueuesDeps, type EnqueueOutcome, type EnqueueManyResult, type CallbackBacklog, type CommandOutcome } from './lane-queues.js';
+export {
+  LaneQueues,
+  REDRIVE_HANDOVER_MS,
+  type BlockedEntry,
+  type RedriveSelection,
+  type LaneQueuesDeps,
+  type EnqueueOutcome,
+  type EnqueueManyResult,
+  type CallbackBacklog,
+  type CommandOutcome,
+} from './lane-queues.js';
 export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
 export { asRedisFullError } from './redis-errors.js';
@@ -35,3 +45,4 @@ export {
   type RedisWritableConfig,
   type RedisWritableSnapshot,
 } from './redis-memory.js';
+export { KeyLimits, KEY_PARK_FIELDS, type KeyAdmission, type KeyedCard } from './key-limit-script.js';

@@ -49,6 +49,15 @@ export const keys = {
    */
   cardIndex: (lane: string, state: CardState) => (state === 'blocked' ? blockedIndex(lane) : `${cardIndexPrefix(lane)}${state}`),
   blockedReasonIndex: (lane: string, reason: BlockedReason) => `${blockedIndex(lane)}:${reason}`,
+  /**
+   * Fair per-key concurrency (key-limit-script.ts): the ids of a key's cards admitted to run (a set,
+   * counted only where the job's lock is held), its parked cards in the order they first waited (a
+   * sorted set scored by that time), and all of a lane's parked cards (the lane counts' and the
+   * scale endpoint's `waiting (key limit)`). Each empties, and so goes, when no card waits or runs.
+   */
+  keyRunning: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:key:${key}:running`,
+  keyWaiting: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:key:${key}:waiting`,
+  keyParked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:key-parked`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,

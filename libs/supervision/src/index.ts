@@ -64,6 +64,14 @@ export {
   type LivenessStep,
   type TrackedWorker,
 } from './liveness.js';
+export {
+  evaluateKeyAdmission,
+  hasKeyRoom,
+  DEFAULT_KEY_PARK_BACKSTOP_MS,
+  type KeyAdmissionConfig,
+  type KeyAdmissionDecision,
+  type KeyAdmissionSnapshot,
+} from './key-admission.js';
 export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
 export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {

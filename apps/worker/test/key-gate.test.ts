@@ -1,0 +1,101 @@
+import { DelayedError, type Job } from 'bullmq';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Card } from '@lanes/contracts';
+import type { KeyAdmission, KeyedCard, KeyLimits } from '@lanes/queue';
+import { DEFAULT_KEY_PARK_BACKSTOP_MS } from '@lanes/supervision';
+import { admitByKey, releaseByKey, type KeyGateDeps } from '../src/key-gate.js';
+
+const NOW = 1_700_000_000_000;
+const log = pino({ level: 'silent' });
+const card: Card = { id: 'c1', lane: 'l', title: 't', priority: 0, concurrencyKey: 'acme/a' };
+
+/** Fakes that record every call: the key scripts' answers are given, the BullMQ moves recorded. */
+function fakes(admissions: KeyAdmission['decision'][], opts: { recheck?: 'wake' | 'stay' | 'gone'; next?: string; promoteFails?: boolean; releaseThrows?: boolean } = {}) {
+  const calls: string[] = [];
+  const keyLimits = {
+    admit: async () => {
+      const decision = admissions.shift()!;
+      calls.push(`admit:${decision}`);
+      return { decision, runningOthers: decision === 'park' ? 1 : 0, counted: false };
+    },
+    recheck: async () => {
+      calls.push(`recheck:${opts.recheck ?? 'stay'}`);
+      return opts.recheck ?? 'stay';
+    },
+    release: async (k: KeyedCard) => {
+      calls.push(`release:${k.cardId}`);
+      if (opts.releaseThrows) throw new Error('redis away');
+      return opts.next;
+    },
+    toFront: async (_lane: string, id: string) => void calls.push(`front:${id}`),
+  } as unknown as KeyLimits;
+  const jobFor = (id: string) =>
+    ({
+      id,
+      moveToDelayed: async (at: number, token: string) => void calls.push(`delay:${id}:${at - NOW}:${token}`),
+      promote: async () => {
+        calls.push(`promote:${id}`);
+        if (opts.promoteFails) throw new Error('not delayed');
+      },
+    }) as unknown as Job;
+  const deps: KeyGateDeps = {
+    lane: { name: 'l', maxRunningPerKey: 1 },
+    store: { create: async () => void calls.push('create') } as unknown as KeyGateDeps['store'],
+    keyLimits,
+    jobOf: async (id) => (id === 'gone' ? undefined : jobFor(id)),
+    now: () => NOW,
+  };
+  return { deps, calls, job: jobFor(card.id) };
+}
+
+describe('admitByKey', () => {
+  it('applies no key limit to a card without a key, or a lane without maxRunningPerKey', async () => {
+    const f = fakes([]);
+    expect(await admitByKey(f.deps, f.job, { ...card, concurrencyKey: undefined }, 'tok', log)).toBeUndefined();
+    expect(await admitByKey({ ...f.deps, lane: { name: 'l' } }, f.job, card, 'tok', log)).toBeUndefined();
+    expect(f.calls).toEqual([]);
+  });
+
+  it('admits, answering the key to release', async () => {
+    const f = fakes(['admit']);
+    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toEqual({ lane: 'l', cardId: 'c1', key: 'acme/a' });
+  });
+
+  it('makes the record of a job added through BullMQ alone, then asks again', async () => {
+    const f = fakes(['no-record', 'admit']);
+    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toBeDefined();
+    expect(f.calls).toEqual(['admit:no-record', 'create', 'admit:admit']);
+  });
+
+  it.each<['stay' | 'gone' | 'wake', string[]]>([
+    ['stay', []],
+    ['gone', []],
+    ['wake', ['promote:c1', 'front:c1']],
+  ])('parks over the limit: the job delayed until the backstop, with the run token; recheck %s', async (recheck, after) => {
+    const f = fakes(['park'], { recheck });
+    await expect(admitByKey(f.deps, f.job, card, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
+    expect(f.calls).toEqual(['admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, `recheck:${recheck}`, ...after]);
+  });
+
+  it('moves nothing when another run holds the job', async () => {
+    const f = fakes(['stale']);
+    await expect(admitByKey(f.deps, f.job, card, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
+    expect(f.calls).toEqual(['admit:stale']);
+  });
+});
+
+describe('releaseByKey', () => {
+  const keyed = { lane: 'l', cardId: 'c1', key: 'acme/a' };
+  it.each<[string, Parameters<typeof fakes>[1], string[]]>([
+    ['wakes the next parked card and puts it first', { next: 'c2' }, ['release:c1', 'promote:c2', 'front:c2']],
+    ['no parked card: nothing to wake', {}, ['release:c1']],
+    ['a parked card no longer delayed is left as it is', { next: 'c2', promoteFails: true }, ['release:c1', 'promote:c2']],
+    ['a parked card whose job is gone', { next: 'gone' }, ['release:c1']],
+    ['Redis away: logged, never thrown into the run’s ending', { releaseThrows: true }, ['release:c1']],
+  ])('%s', async (_name, opts, calls) => {
+    const f = fakes([], opts);
+    await releaseByKey(f.deps, keyed, 'tok', log);
+    expect(f.calls).toEqual(calls);
+  });
+});
