@@ -166,5 +166,8 @@ describe('live agent output (GET /v1/cards/:id/output)', () => {
     const res = await admin.request<{ error: { code: string } }>('GET', '/v1/cards/x/output?after=nope');
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('QUERY_INVALID');
+    const header = await admin.request<{ error: { code: string; issues: Array<{ path: string }> } }>('GET', '/v1/cards/x/output', undefined, { 'last-event-id': 'nope' });
+    expect(header.status).toBe(400);
+    expect(header.body.error.issues[0]?.path).toBe('last-event-id');
   });
 });

@@ -13,7 +13,7 @@ import {
   type LaneStatus,
 } from '@lanes/contracts';
 import { LanesApiError, LanesUnreachableError } from './client-errors.js';
-import { SseFrameParser } from './sse-frames.js';
+import { SseFrameParser, type SseFrame } from './sse-frames.js';
 
 /** A request that has had no answer for this long is given up: the API answers in milliseconds, so it is down or cut off. */
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -139,42 +139,14 @@ export class LanesClient {
    * An error the API will repeat (401, 400) ends the iteration with a LanesApiError.
    */
   async *events(options: EventsOptions = {}): AsyncGenerator<StreamedEvent, void, undefined> {
-    let lastId = options.since;
     const query = options.lane ? `?lane=${encodeURIComponent(options.lane)}` : '';
-    while (!options.signal?.aborted) {
-      try {
-        const res = await this.send('GET', `/v1/events${query}`, undefined, { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, options.signal);
-        if (!res.ok) throw await toApiError(res);
-        options.onOpen?.(lastId);
-        const reader = res.body!.getReader();
-        const parser = new SseFrameParser();
-        const decoder = new TextDecoder();
-        try {
-          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-            for (const frame of parser.push(decoder.decode(chunk.value, { stream: true }))) {
-              // An id-only frame moves the resume point (the API pins "from now" with one).
-              if (frame.id) lastId = frame.id;
-              if (frame.data === undefined || !frame.id) continue;
-              const parsed = LaneEventSchema.safeParse(JSON.parse(frame.data));
-              if (!parsed.success) continue; // an event type newer than this client: skip, keep the stream
-              if (options.cardId && parsed.data.cardId !== options.cardId) continue;
-              yield { ...parsed.data, id: frame.id };
-            }
-          }
-        } finally {
-          await reader.cancel().catch(() => undefined);
-        }
-        options.onReconnect?.(new Error('the event stream ended'));
-      } catch (err) {
-        if (options.signal?.aborted) return;
-        if (err instanceof LanesApiError && err.retry === 'permanent') throw err;
-        options.onReconnect?.(err);
-      }
-      try {
-        await sleep(options.reconnectDelayMs ?? EVENTS_RECONNECT_DELAY_MS, undefined, options.signal ? { signal: options.signal } : {});
-      } catch {
-        return; // aborted while waiting
-      }
+    for await (const frame of this.frames(`/v1/events${query}`, options.since, 'the event stream ended', options)) {
+      // An id-only frame moves the resume point (the API pins "from now" with one).
+      if (frame.data === undefined || !frame.id) continue;
+      const parsed = LaneEventSchema.safeParse(JSON.parse(frame.data));
+      if (!parsed.success) continue; // an event type newer than this client: skip, keep the stream
+      if (options.cardId && parsed.data.cardId !== options.cardId) continue;
+      yield { ...parsed.data, id: frame.id };
     }
   }
 
@@ -185,8 +157,20 @@ export class LanesClient {
    * the iteration with a LanesApiError (404).
    */
   async *output(id: string, options: OutputOptions = {}): AsyncGenerator<OutputChunk, void, undefined> {
-    let lastId = options.after;
-    const path = `/v1/cards/${encodeURIComponent(id)}/output`;
+    for await (const frame of this.frames(`/v1/cards/${encodeURIComponent(id)}/output`, options.after, 'the output stream ended', options)) {
+      if (frame.event === 'end') return;
+      if (frame.event !== 'output' || frame.data === undefined || !frame.id) continue;
+      const data = JSON.parse(frame.data) as { lines?: unknown };
+      if (Array.isArray(data.lines)) yield { id: frame.id, lines: data.lines.map(String) };
+    }
+  }
+
+  /**
+   * The frames of an SSE endpoint, re-opened after a drop with `Last-Event-ID` (the last id any frame
+   * carried), until `signal` aborts or the consumer stops. An error the API will repeat ends it.
+   */
+  private async *frames(path: string, after: string | undefined, endedMessage: string, options: OutputOptions): AsyncGenerator<SseFrame, void, undefined> {
+    let lastId = after;
     while (!options.signal?.aborted) {
       try {
         const res = await this.send('GET', path, undefined, { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, options.signal);
@@ -199,16 +183,13 @@ export class LanesClient {
           for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
             for (const frame of parser.push(decoder.decode(chunk.value, { stream: true }))) {
               if (frame.id) lastId = frame.id;
-              if (frame.event === 'end') return;
-              if (frame.event !== 'output' || frame.data === undefined || !frame.id) continue;
-              const data = JSON.parse(frame.data) as { lines?: unknown };
-              if (Array.isArray(data.lines)) yield { id: frame.id, lines: data.lines.map(String) };
+              yield frame;
             }
           }
         } finally {
           await reader.cancel().catch(() => undefined);
         }
-        options.onReconnect?.(new Error('the output stream ended'));
+        options.onReconnect?.(new Error(endedMessage));
       } catch (err) {
         if (options.signal?.aborted) return;
         if (err instanceof LanesApiError && err.retry === 'permanent') throw err;

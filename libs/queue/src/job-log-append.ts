@@ -50,8 +50,9 @@ if last then written = written + total(last) end
 redis.call('XADD', KEYS[3], '*', 'l', table.concat(ARGV, '\\n', first, #ARGV), 't', written)
 if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
 -- An entry is kept while it starts at or after the floor; the newest always does (size <= budget).
+-- While no more than the budget has ever been written, nothing can be over it.
 local floor = written - budget
-while true do
+while floor > 0 do
   local head = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 32)
   local keep
   local drop = {}

@@ -155,20 +155,28 @@ export class EventFanout {
   }
 
   private deliver(batch: readonly SseEvent[]): void {
-    for (const [sink, seenUpTo] of this.sinks) {
-      if (!sink.isOpen) {
-        this.sinks.delete(sink);
-        continue;
-      }
-      if (seenUpTo === undefined) {
-        sink.push(batch);
-        continue;
-      }
-      const fresh = batch.filter((e) => compareStreamIds(e.id, seenUpTo) > 0);
-      if (fresh.length) {
-        this.sinks.set(sink, undefined);
-        sink.push(fresh);
-      }
+    deliverToSinks(this.sinks, batch);
+  }
+}
+
+/**
+ * One live batch to every open sink (a closed one is forgotten). A sink that joined past the
+ * reader's last id (it had seen more) gets only what is after what it has seen, then everything.
+ */
+export function deliverToSinks(sinks: Map<FanoutSink, string | undefined>, batch: readonly SseEvent[]): void {
+  for (const [sink, seenUpTo] of sinks) {
+    if (!sink.isOpen) {
+      sinks.delete(sink);
+      continue;
+    }
+    if (seenUpTo === undefined) {
+      sink.push(batch);
+      continue;
+    }
+    const fresh = batch.filter((e) => compareStreamIds(e.id, seenUpTo) > 0);
+    if (fresh.length) {
+      sinks.set(sink, undefined);
+      sink.push(fresh);
     }
   }
 }

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { IllegalStateError, compareStreamIds } from '@lanes/contracts';
 import { CardOutput, type OutputEntry } from '@lanes/queue';
-import type { FanoutSink } from './event-fanout.js';
+import { deliverToSinks, type FanoutSink } from './event-fanout.js';
 import { toOutputEvent } from './sse-event.js';
 
 /**
@@ -189,21 +189,9 @@ export class OutputFanout {
   }
 
   private deliver(watched: Watched, entries: readonly OutputEntry[]): void {
-    const batch = entries.map((e) => toOutputEvent(e, watched.lane));
-    for (const [sink, seenUpTo] of watched.sinks) {
-      if (!sink.isOpen) {
-        watched.sinks.delete(sink);
-        continue;
-      }
-      if (seenUpTo === undefined) {
-        sink.push(batch);
-        continue;
-      }
-      const fresh = batch.filter((e) => compareStreamIds(e.id, seenUpTo) > 0);
-      if (fresh.length) {
-        watched.sinks.set(sink, undefined);
-        sink.push(fresh);
-      }
-    }
+    deliverToSinks(
+      watched.sinks,
+      entries.map((e) => toOutputEvent(e, watched.lane)),
+    );
   }
 }

@@ -1,0 +1,176 @@
+import { once } from 'node:events';
+import { Writable } from 'node:stream';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IllegalStateError } from '@lanes/contracts';
+import { createRedis, keys } from '@lanes/queue';
+import { useRedis, waitFor } from '../../../test/harness/index.js';
+import { OutputFanout } from '../src/sse/output-fanout.js';
+import type { SseEvent } from '../src/sse/sse-event.js';
+
+/** A sink that records the lines it is fed, and can be closed or made to wait for a drain from the test. */
+class RecordingSink {
+  isOpen = true;
+  needsDrain = false;
+  drains = 0;
+  began: string | undefined;
+  readonly ids: string[] = [];
+  readonly lines: string[] = [];
+  ends: string[] = [];
+  begin(afterId: string): void {
+    this.began = afterId;
+  }
+  push(events: readonly SseEvent[]): void {
+    for (const e of events) {
+      this.ids.push(e.id);
+      if (e.end) this.ends.push(e.end);
+      else this.lines.push(...((JSON.parse(e.frame.split('\ndata: ')[1] ?? '{}') as { lines?: string[] }).lines ?? []));
+    }
+  }
+  drained(): Promise<void> {
+    this.drains++;
+    return Promise.resolve();
+  }
+}
+
+function recordingLog() {
+  const lines: Array<{ msg: string }> = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as { msg: string });
+      cb();
+    },
+  });
+  return { log: pino({ level: 'info' }, sink), lines };
+}
+
+describe('OutputFanout: one reader for every card’s output stream', () => {
+  const f = useRedis();
+  const fanouts: OutputFanout[] = [];
+  const conns: Redis[] = [];
+  let n = 0;
+  const cardId = () => `out-${process.pid}-${++n}`;
+  const print = (id: string, ...lines: string[]) => f.conn.xadd(keys.cardOutput(id), '*', 'l', lines.join('\n'), 't', '0');
+
+  afterEach(async () => {
+    for (const x of fanouts.splice(0)) await x.stop();
+    for (const c of conns.splice(0)) c.disconnect();
+  });
+
+  async function fanout(blockMs = 200) {
+    const redis = createRedis(f.redis.url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+    redis.on('error', () => undefined);
+    await once(redis, 'ready');
+    conns.push(redis);
+    const rec = recordingLog();
+    const x = new OutputFanout({ redis, log: rec.log, blockMs });
+    fanouts.push(x);
+    return { x, lines: rec.lines };
+  }
+
+  it('catches a sink up from its resume id, then feeds it live; two sinks of one card each get theirs once', async () => {
+    const { x } = await fanout();
+    const id = cardId();
+    await print(id, 'a', 'b');
+    const second = await print(id, 'c');
+    const all = new RecordingSink();
+    const resumed = new RecordingSink();
+    all.needsDrain = true; // catch-up waits for the socket between entries
+    await x.attach(id, 'lane', all);
+    await x.attach(id, 'lane', resumed, second!);
+    expect(all.drains).toBe(2);
+    expect(resumed.began).toBe(second);
+    expect(x.watchedCards).toBe(1);
+    await print(id, 'd');
+    await waitFor('the live line in both', () => all.lines.length === 4 && resumed.lines.length === 1, { timeoutMs: 5_000 });
+    expect(all.lines).toEqual(['a', 'b', 'c', 'd']);
+    expect(resumed.lines).toEqual(['d']);
+    await f.conn.xadd(keys.cardOutput(id), '*', 'end', 'done', 't', '0');
+    await waitFor('the end in both', () => all.ends.length === 1 && resumed.ends.length === 1, { timeoutMs: 5_000 });
+    expect(all.ends).toEqual(['done']);
+  });
+
+  it('a card that joins while the reader blocks on another is woken into the read, not left for the block to run out', async () => {
+    const { x } = await fanout(30_000);
+    const first = cardId();
+    await x.attach(first, 'lane', new RecordingSink());
+    // Let the reader block on the first card alone.
+    await waitFor('the reader blocked', async () => /blocked_clients:[1-9]/.test(await f.conn.info('clients')), { timeoutMs: 5_000 });
+    const late = cardId();
+    const sink = new RecordingSink();
+    await x.attach(late, 'lane', sink);
+    await print(late, 'woken');
+    await waitFor('the late card’s line', () => sink.lines.length === 1, { timeoutMs: 5_000 });
+    expect(x.watchedCards).toBe(2);
+  });
+
+  it('a sink past the reader’s last id gets only what follows it; a detached or closed sink is forgotten with its card', async () => {
+    const { x } = await fanout();
+    const id = cardId();
+    const ahead = `${Date.now() + 60_000}-0`;
+    const sink = new RecordingSink();
+    await x.attach(id, 'lane', sink, ahead);
+    await print(id, 'before-resume-point');
+    await f.conn.xadd(keys.cardOutput(id), `${Date.now() + 60_000}-7`, 'l', 'after', 't', '0');
+    await waitFor('the line after the resume point', () => sink.lines.length === 1, { timeoutMs: 5_000 });
+    expect(sink.lines).toEqual(['after']);
+    const closed = new RecordingSink();
+    await x.attach(id, 'lane', closed);
+    closed.isOpen = false;
+    await f.conn.xadd(keys.cardOutput(id), `${Date.now() + 60_000}-9`, 'l', 'later', 't', '0');
+    await waitFor('the next line', () => sink.lines.length === 2, { timeoutMs: 5_000 });
+    expect(closed.lines).toEqual(['before-resume-point', 'after']);
+    x.detach(id, sink);
+    expect(x.watchedCards).toBe(0);
+    x.detach(id, sink); // twice is nothing
+    // A sink that closes during its catch-up is not added.
+    const quitter = new RecordingSink();
+    quitter.needsDrain = true;
+    quitter.drained = () => {
+      quitter.isOpen = false;
+      return Promise.resolve();
+    };
+    await x.attach(id, 'lane', quitter);
+    expect(quitter.lines).toEqual(['before-resume-point']);
+    expect(x.watchedCards).toBe(0);
+  });
+
+  it('logs a failed read once, and resumes after the last entry it delivered', async () => {
+    const { x, lines } = await fanout(100);
+    const id = cardId();
+    const sink = new RecordingSink();
+    await x.attach(id, 'lane', sink);
+    await print(id, 'before-failure');
+    await waitFor('the first line', () => sink.lines.length === 1, { timeoutMs: 5_000 });
+    const saved = `${keys.cardOutput(id)}-saved`;
+    await f.conn.rename(keys.cardOutput(id), saved);
+    await f.conn.set(keys.cardOutput(id), 'not a stream');
+    await waitFor('the failed read logged', () => lines.some((l) => l.msg === 'sse.output_fanout.read_failed'), { timeoutMs: 10_000 });
+    await f.conn.del(keys.cardOutput(id));
+    await f.conn.rename(saved, keys.cardOutput(id));
+    await print(id, 'after-failure');
+    await waitFor('the line after the failure', () => sink.lines.length === 2, { timeoutMs: 10_000 });
+    expect(sink.lines).toEqual(['before-failure', 'after-failure']);
+    expect(lines.some((l) => l.msg === 'sse.output_fanout.recovered')).toBe(true);
+  });
+
+  it('is idle until its first stream, and refuses to attach once stopped', async () => {
+    const { x } = await fanout();
+    expect(x.status).toBe('idle');
+    await x.attach(cardId(), 'lane', new RecordingSink());
+    expect(x.status).toBe('running');
+    await x.stop();
+    await x.stop();
+    expect(x.status).toBe('stopped');
+    await expect(x.attach(cardId(), 'lane', new RecordingSink())).rejects.toBeInstanceOf(IllegalStateError);
+    // Stopped while idle (no card watched, the reader waiting for one): it returns.
+    const { x: idle } = await fanout();
+    const id = cardId();
+    const s = new RecordingSink();
+    await idle.attach(id, 'lane', s);
+    idle.detach(id, s);
+    await idle.stop();
+    expect(idle.status).toBe('stopped');
+  });
+});
