@@ -33,6 +33,16 @@ describe('parked cards in GET /v1/lanes and the scale endpoint (real stack)', ()
     await redis?.stop();
   });
 
+  it('refuses a bad concurrencyKey with a 400 naming the field', async () => {
+    const res = await t.api.request<{ error: { code: string; message: string; issues?: Array<{ path: string }> } }>('POST', '/v1/cards', {
+      lane: LANE,
+      title: 'bad key',
+      concurrencyKey: 'acme:widgets',
+    });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain('concurrencyKey');
+  });
+
   it('counts a parked card as waiting (key limit), never as demand', async () => {
     const store = new CardStore({ redis: conn, now: Date.now });
     const limits = new KeyLimits(conn);
