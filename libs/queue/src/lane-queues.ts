@@ -307,16 +307,19 @@ export class LaneQueues {
       state = await job.getState();
     }
     if (state !== 'delayed') return false;
+    // The card moves first: a worker may take the promoted job at once (it goes to the front), and
+    // must find the card queued, with this move (a human's unblock note) in its history. Refused, the
+    // card is no longer blocked: another re-drive or a cancel got there first, and does the rest.
+    const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
+    if (!moved.ok) return false;
+    // Not promoted: its delay came due meanwhile (BullMQ moved it to waiting) or a worker took it.
     const promoted = await job.promote().then(
       () => true,
       () => false,
     );
-    if (!promoted) return false;
     // BullMQ's promote puts the job behind every card waiting; this lane's worker takes it next instead.
-    if (this.writeJobs) await this.deps.redis.lanesWaitFront(keys.waitList(card.lane), card.id);
-    const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
-    // A run may already have taken the promoted job: the card is its now, and this write was refused.
-    return moved.ok || moved.state === 'running';
+    if (promoted && this.writeJobs) await this.deps.redis.lanesWaitFront(keys.waitList(card.lane), card.id);
+    return true;
   }
 
   /**
