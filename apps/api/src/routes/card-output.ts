@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { StreamIdSchema, compareStreamIds, isTerminalCardState, toIssues, type ValidationIssue } from '@lanes/contracts';
+import { StreamIdSchema, compareStreamIds, isTerminalCardState } from '@lanes/contracts';
 import type { CardOutput, CardStore } from '@lanes/queue';
-import { ApiError, notFound } from '../api-error.js';
+import { notFound } from '../api-error.js';
 import { inScope } from '../edge/principal.js';
 import type { FanoutSink } from '../sse/event-fanout.js';
 import type { OutputFanout } from '../sse/output-fanout.js';
+import { parseResumeRequest } from '../sse/resume-request.js';
 import { SseStream, type SseStreamConfig } from '../sse/sse-stream.js';
 
 /** What the output route shares with `/v1/events` (events.ts): the stream caps, the open streams, the count of drops. */
@@ -25,16 +26,8 @@ const OutputQuerySchema = z.object({ after: StreamIdSchema.optional() });
 
 /** `?after=` and `Last-Event-ID` (which wins, as browsers send it on reconnect), validated. */
 function resumeIdOf(request: FastifyRequest): string | undefined {
-  const issues: ValidationIssue[] = [];
-  const query = OutputQuerySchema.safeParse(request.query ?? {});
-  if (!query.success) issues.push(...toIssues(query.error));
-  const header = request.headers['last-event-id'];
-  const lastEventId = header === undefined ? undefined : StreamIdSchema.safeParse(header);
-  if (lastEventId && !lastEventId.success) issues.push(...toIssues(lastEventId.error, ['last-event-id']));
-  if (issues.length || !query.success) {
-    throw new ApiError(400, 'QUERY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
-  }
-  return lastEventId?.data ?? query.data.after;
+  const { query, lastEventId } = parseResumeRequest(request, OutputQuerySchema);
+  return lastEventId ?? query.after;
 }
 
 /**

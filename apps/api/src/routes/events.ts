@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { LaneNameSchema, StreamIdSchema, toIssues, type ValidationIssue } from '@lanes/contracts';
+import { LaneNameSchema, StreamIdSchema } from '@lanes/contracts';
 import { ApiError, notFound } from '../api-error.js';
 import { inScope as principalInScope } from '../edge/principal.js';
 import { CardOutput, type CardStore } from '@lanes/queue';
 import { EventFanout } from '../sse/event-fanout.js';
+import { parseResumeRequest } from '../sse/resume-request.js';
 import { OutputFanout } from '../sse/output-fanout.js';
 import { cardOutputRoute } from './card-output.js';
 import { DEFAULT_SSE_STREAM_CONFIG, SseStream, type SseStreamConfig } from '../sse/sse-stream.js';
@@ -42,16 +43,8 @@ const EventsQuerySchema = z.object({ since: StreamIdSchema.optional(), lane: Lan
 
 /** `?since=` and `Last-Event-ID` (which wins, as browsers send it on reconnect), validated. */
 function parseRequest(request: FastifyRequest): { since: string | undefined; lane: string | undefined } {
-  const issues: ValidationIssue[] = [];
-  const query = EventsQuerySchema.safeParse(request.query ?? {});
-  if (!query.success) issues.push(...toIssues(query.error));
-  const header = request.headers['last-event-id'];
-  const lastEventId = header === undefined ? undefined : StreamIdSchema.safeParse(header);
-  if (lastEventId && !lastEventId.success) issues.push(...toIssues(lastEventId.error, ['last-event-id']));
-  if (issues.length || !query.success) {
-    throw new ApiError(400, 'QUERY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), issues);
-  }
-  return { since: lastEventId?.data ?? query.data.since, lane: query.data.lane };
+  const { query, lastEventId } = parseResumeRequest(request, EventsQuerySchema);
+  return { since: lastEventId ?? query.since, lane: query.lane };
 }
 
 /**
