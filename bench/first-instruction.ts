@@ -1,0 +1,236 @@
+/**
+ * Time to the agent's first instruction: `POST /v1/cards` → the first line of the agent's code,
+ * beside a bare BullMQ `Queue.add` → `Worker` → `spawn` of the same agent, in one run.
+ *
+ *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--lanes-only]
+ *
+ * The agent is a bash script whose first act appends its card id and `$EPOCHREALTIME` (the wall
+ * clock in µs, read without a fork) to a file; after it, it sleeps W ms (default 0) as the rest of
+ * its work. Each card's figure is that stamp less the wall clock read just before its POST (or
+ * `Queue.add`), so the whole path counts: HTTP, validation, the enqueue script, the worker's pop, the
+ * card's move to running and its files, and the fork of bash inside the sandbox.
+ *
+ * Lanes: the whole stack in this process (API, worker with 4 slots on local sandboxes,
+ * supervisor; `lanes up`'s heartbeat). Baseline: a bare BullMQ `Worker`, concurrency 4, in a
+ * process of its own (bench/bare-worker.ts), spawning `bash` on the same script with the card id in
+ * its env, fed by `Queue.add` on the same redis-server. Both are up and warmed for the whole run.
+ *
+ * 1. Idle: one card at a time, each waited for until its job is completed, N per side, the sides
+ *    alternating card by card (which goes first alternates too).
+ * 2. Backlog: R rounds per side, alternating which side goes first; each round enqueues B cards in
+ *    one request (`POST {cards:[B]}` / `Queue.addBulk`), so every slot is busy at once and the rest
+ *    wait; every card of the round counts, from the moment its request was sent.
+ *
+ * Targets (issue 29): p50 ≤ 1.5× bare and p99 ≤ 2× bare, idle and under backlog.
+ * `--lanes-only` runs the lanes side alone, for `node --cpu-prof`.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { defaults } from '@lanes/contracts';
+import { QUEUE_PREFIX, queueName } from '@lanes/queue';
+import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+
+const { values } = parseArgs({
+  options: {
+    idle: { type: 'string', default: '200' },
+    backlog: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '6' },
+    'work-ms': { type: 'string', default: '0' },
+    warmup: { type: 'string', default: '40' },
+    'lanes-only': { type: 'boolean', default: false },
+  },
+});
+const IDLE = Number(values.idle);
+const BACKLOG = Number(values.backlog);
+const ROUNDS = Number(values.rounds);
+const WORK_MS = Number(values['work-ms']);
+const WARMUP = Number(values.warmup);
+const LANES_ONLY = values['lanes-only'];
+const SLOTS = 4;
+const LANE = 'first';
+const BARE = 'bare-first';
+/** The completion poll; a finer poll would add load to the Redis and the process being measured. */
+const POLL_MS = 5;
+const RUN_TIMEOUT_MS = 120_000;
+const TARGET_P50 = 1.5;
+const TARGET_P99 = 2;
+
+const pct = (xs: readonly number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
+};
+/** The wall clock in ms with µs precision, the clock `$EPOCHREALTIME` reads. */
+const wallMs = () => performance.timeOrigin + performance.now();
+
+const redis = await startRedis();
+const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-first-'));
+chmodSync(dir, 0o777);
+const stampFile = join(dir, 'stamps');
+writeFileSync(stampFile, '');
+chmodSync(stampFile, 0o666);
+const agent = join(dir, 'agent.sh');
+writeFileSync(
+  agent,
+  `printf '%s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" >> ${stampFile}\n${WORK_MS > 0 ? `read -rt ${(WORK_MS / 1000).toFixed(3)} <> <(:) || true\n` : ''}exit 0\n`,
+);
+chmodSync(agent, 0o755);
+const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+
+/** Every stamp so far, by card id (the agent's first act). */
+function readStamps(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of readFileSync(stampFile, 'utf8').split('\n')) {
+    const [id, at] = line.split(' ');
+    if (id && at) out.set(id, Number(at) * 1000);
+  }
+  return out;
+}
+
+/** Waits until every job of `ids` is in `queue`'s completed set (read by score since the start). */
+async function untilCompleted(queue: string, ids: readonly string[], since: number): Promise<void> {
+  const pending = new Set(ids);
+  let from = since - 1_000;
+  await waitFor(
+    `${pending.size} more completed on ${queue}`,
+    async () => {
+      const fresh = await conn.zrangebyscore(`${QUEUE_PREFIX}:${queue}:completed`, from, '+inf', 'WITHSCORES');
+      for (let i = 0; i < fresh.length; i += 2) {
+        pending.delete(fresh[i]!);
+        from = Math.max(from, Number(fresh[i + 1]));
+      }
+      return pending.size === 0 || undefined;
+    },
+    { intervalMs: POLL_MS, timeoutMs: RUN_TIMEOUT_MS },
+  );
+}
+
+interface BareWorker {
+  close(): Promise<void>;
+}
+async function startBareWorker(): Promise<BareWorker> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'bare-worker.ts'), redis.url, BARE, QUEUE_PREFIX, String(SLOTS), 'bash', agent], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare worker exited ${code} before it was ready`)));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('ready') && resolve());
+  });
+  return {
+    close: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+type Side = 'lanes' | 'bare';
+const samples: Record<'idle' | 'backlog', Record<Side, number[]>> = { idle: { lanes: [], bare: [] }, backlog: { lanes: [], bare: [] } };
+const roundRatios: Array<{ p50: number; p99: number }> = [];
+
+try {
+  const bareQueue = LANES_ONLY ? undefined : new Queue(BARE, { connection: conn, prefix: QUEUE_PREFIX });
+  const bare = LANES_ONLY ? undefined : await startBareWorker();
+  const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['bash', agent] }], {
+    sandboxDir: join(dir, 'stack'),
+    heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
+  });
+  let n = 0;
+  /** Sends `count` cards on one side in one request (one card: a single POST / `Queue.add`); answers each card's send time. */
+  const send = async (side: Side, count: number): Promise<Map<string, number>> => {
+    const ids = Array.from({ length: count }, () => `${side}-${n++}`);
+    const t0 = wallMs();
+    if (side === 'lanes') {
+      const body = count === 1 ? { id: ids[0], lane: LANE, title: 'first instruction' } : { cards: ids.map((id) => ({ id, lane: LANE, title: 'first instruction' })) };
+      const res = await t.api.request('POST', '/v1/cards', body);
+      if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+    } else if (count === 1) {
+      await bareQueue!.add('card', { title: 'first instruction' }, { jobId: ids[0] });
+    } else {
+      await bareQueue!.addBulk(ids.map((id) => ({ name: 'card', data: { title: 'first instruction' }, opts: { jobId: id } })));
+    }
+    return new Map(ids.map((id) => [id, t0]));
+  };
+  /** One batch on one side, to completion; answers each card's time to its first instruction, in ms. */
+  const batch = async (side: Side, count: number): Promise<number[]> => {
+    const since = Date.now();
+    const sent = await send(side, count);
+    await untilCompleted(side === 'lanes' ? queueName(LANE) : BARE, [...sent.keys()], since);
+    const stamps = readStamps();
+    return [...sent].map(([id, t0]) => {
+      const at = stamps.get(id);
+      if (at === undefined) throw new Error(`no stamp for ${id}`);
+      return at - t0;
+    });
+  };
+  const sides: Side[] = LANES_ONLY ? ['lanes'] : ['lanes', 'bare'];
+  try {
+    // Warm-up, untimed: JIT, live sandboxes, the bash binary in the page cache.
+    for (const side of sides) {
+      await batch(side, WARMUP);
+      for (let i = 0; i < 10; i++) await batch(side, 1);
+    }
+    for (let i = 0; i < IDLE; i++) {
+      const order = i % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) samples.idle[side].push(...(await batch(side, 1)));
+    }
+    console.error(`idle: ${IDLE} cards per side`);
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? sides : [...sides].reverse();
+      const round: Partial<Record<Side, number[]>> = {};
+      for (const side of order) {
+        round[side] = await batch(side, BACKLOG);
+        samples.backlog[side].push(...round[side]);
+      }
+      if (round.bare) roundRatios.push({ p50: pct(round.lanes!, 50) / pct(round.bare, 50), p99: pct(round.lanes!, 99) / pct(round.bare, 99) });
+      console.error(`backlog round ${r + 1}/${ROUNDS}: lanes p50 ${pct(round.lanes!, 50).toFixed(1)} ms, bare p50 ${pct(round.bare ?? [], 50).toFixed(1)} ms`);
+    }
+  } finally {
+    await t.stop();
+    await bare?.close();
+    await bareQueue?.close();
+  }
+
+  const load = loadavg().map((x) => Number(x.toFixed(2)));
+  const result: Record<string, unknown> = { bench: 'first-instruction', slots: SLOTS, idleCards: IDLE, backlog: BACKLOG, rounds: ROUNDS, workMs: WORK_MS, loadAverage: load };
+  console.log(`\nfirst-instruction benchmark (local provider, ${SLOTS} slots; agent: bash, stamp first, then ${WORK_MS} ms; load average ${load.join(' ')})\n`);
+  console.log('| case | lanes p50 / p99 | bare p50 / p99 | ratio p50 / p99 | target |');
+  console.log('|---|---|---|---|---|');
+  let met = true;
+  for (const kind of ['idle', 'backlog'] as const) {
+    const l = samples[kind].lanes;
+    const b = samples[kind].bare;
+    const r50 = pct(l, 50) / pct(b, 50);
+    const r99 = pct(l, 99) / pct(b, 99);
+    const ok = r50 <= TARGET_P50 && r99 <= TARGET_P99;
+    met &&= ok;
+    Object.assign(result, {
+      [`${kind}LanesP50Ms`]: Number(pct(l, 50).toFixed(2)),
+      [`${kind}LanesP99Ms`]: Number(pct(l, 99).toFixed(2)),
+      [`${kind}BareP50Ms`]: Number(pct(b, 50).toFixed(2)),
+      [`${kind}BareP99Ms`]: Number(pct(b, 99).toFixed(2)),
+      [`${kind}RatioP50`]: Number(r50.toFixed(3)),
+      [`${kind}RatioP99`]: Number(r99.toFixed(3)),
+    });
+    const label = kind === 'idle' ? `idle, one card at a time (n = ${l.length} per side)` : `every slot busy, backlog of ${BACKLOG} (${ROUNDS} rounds, n = ${l.length} per side)`;
+    console.log(
+      `| ${label} | ${pct(l, 50).toFixed(1)} / ${pct(l, 99).toFixed(1)} ms | ${pct(b, 50).toFixed(1)} / ${pct(b, 99).toFixed(1)} ms | ${r50.toFixed(2)}× / ${r99.toFixed(2)}× | p50 ≤ ${TARGET_P50}×, p99 ≤ ${TARGET_P99}× ${ok ? '✔' : '✘'} |`,
+    );
+  }
+  if (roundRatios.length > 0) {
+    console.log(`\nbacklog, per round (lanes / bare): ${roundRatios.map((r, i) => `${i + 1}: p50 ${r.p50.toFixed(2)}×, p99 ${r.p99.toFixed(2)}×`).join('; ')}`);
+    result.backlogRoundRatiosP50 = roundRatios.map((r) => Number(r.p50.toFixed(3)));
+    result.backlogRoundRatiosP99 = roundRatios.map((r) => Number(r.p99.toFixed(3)));
+  }
+  result.targetsMet = met;
+  console.log(`BENCH_JSON ${JSON.stringify(result)}`);
+} finally {
+  conn.disconnect();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
