@@ -1,30 +1,20 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { detectIsolation } from '@lanes/sandbox';
 import { apiClient, startRedis, startTestStack, type TestRedis, type TestStack } from '../harness/index.js';
+import { launchChromium, PAGE_WAIT_MS, SCREENSHOT_DIR, skipWithoutChromium } from './status-page-browser.js';
 
-/** Debian's chromium (`apt install chromium`; .ci/run installs it). */
-const CHROMIUM = '/usr/bin/chromium';
-/** The page's screenshot lands here (gitignored), for a person to look at after the run. */
-export const SCREENSHOT_DIR = join(process.cwd(), 'test-artifacts');
 const TOKEN = 'tok-status-page';
-const PAGE_WAIT_MS = 30_000;
 
 // The few browser globals the in-page code touches: the project compiles without the DOM lib.
 declare const window: { seen: Record<string, string[]>; seenDead: string[] };
 declare const document: { body: unknown; querySelector(selector: string): { getAttribute(name: string): string | null; textContent: string | null } | null };
 declare const MutationObserver: new (callback: () => void) => { observe(target: unknown, options: object): void };
 
-const haveChromium = existsSync(CHROMIUM);
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
-// Locally a machine without chromium skips, and says why; in CI the test runs and a missing browser fails it.
-const skip = !haveChromium && !inCi;
-if (skip) console.warn(`status page browser test skipped: ${CHROMIUM} is missing (apt install chromium); under CI=true it fails instead`);
-
-describe.skipIf(skip)('the status page in headless chromium', () => {
+describe.skipIf(skipWithoutChromium)('the status page in headless chromium', () => {
   let redis: TestRedis;
   let t: TestStack;
   let browser: Browser | undefined;
@@ -34,10 +24,7 @@ describe.skipIf(skip)('the status page in headless chromium', () => {
     t = await startTestStack(redis.url, [{ name: 'watched', slots: 1, agent: [process.execPath, DEMO_AGENT], respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 } }], {
       tokens: [TOKEN],
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

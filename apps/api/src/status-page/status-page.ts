@@ -11,6 +11,10 @@ export const STATUS_ASSETS_PATH = '/status-page';
 const ASSETS: Readonly<Record<string, string>> = {
   'status.js': 'text/javascript; charset=utf-8',
   'status-model.js': 'text/javascript; charset=utf-8',
+  'page-kit.js': 'text/javascript; charset=utf-8',
+  'cards-model.js': 'text/javascript; charset=utf-8',
+  'lane-cards.js': 'text/javascript; charset=utf-8',
+  'card-panel.js': 'text/javascript; charset=utf-8',
   'status.css': 'text/css; charset=utf-8',
 };
 
@@ -24,7 +28,7 @@ function assetsDir(): string {
   return existsSync(beside) ? beside : fileURLToPath(new URL('../../src/status-page/assets/', import.meta.url));
 }
 
-/** The status page at `/`: static HTML and vanilla JS read once at startup, live from /v1/lanes and /v1/events. */
+/** The status page at `/`: static HTML and vanilla JS read once at startup, live from /v1/lanes, /v1/cards and /v1/events. */
 export function statusPageRoutes(app: FastifyInstance): void {
   const dir = assetsDir();
   const html = readFileSync(`${dir}index.html`, 'utf8');

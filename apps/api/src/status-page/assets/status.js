@@ -1,6 +1,10 @@
-// The status page: reads /v1/lanes, follows /v1/events, and redraws. Every text from the API (card ids,
+// The status page: reads /v1/lanes, follows /v1/events, and redraws (cards: lane-cards.js, card-panel.js). Every text from the API (card ids,
 // reasons, lane names) goes into the DOM as text nodes, never as markup: card text is untrusted.
 // Requests ride the browser's credentials for this origin (the Basic auth it answered for `/`).
+import { cardPanelEvent, closeCard, openCard } from './card-panel.js';
+import { isCardEvent } from './cards-model.js';
+import { initLaneCards, laneCardsChanged, lanesNotListed, renderLaneCards } from './lane-cards.js';
+import { el, fmtTime, getJson, openStream, readFrames } from './page-kit.js';
 import {
   applyEvent,
   blockedByReason,
@@ -11,7 +15,6 @@ import {
   emptyModel,
   eventOf,
   exitCodeText,
-  parseFrame,
   recentStreamId,
   sandboxView,
   sandboxesToLookUp,
@@ -23,22 +26,12 @@ import {
 const REFRESH_DEBOUNCE_MS = 200;
 /** A dropped event stream is reopened after this, resuming from the last id seen. */
 const RECONNECT_DELAY_MS = 1_000;
-/** Some changes come with no event (a worker's liveness, a breaker's retry time running out): read again this often. */
+/** Some changes come with no event (a worker's liveness, a breaker's retry time running out, a card's age): read again this often. */
 const BACKSTOP_REFRESH_MS = 10_000;
 
 let model = emptyModel();
 const lookedUp = new Set();
 let refreshTimer;
-
-/** An element with attributes and children; strings become text nodes. */
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) node.setAttribute(k, String(v));
-  for (const c of children) if (c !== undefined && c !== null) node.append(typeof c === 'string' ? document.createTextNode(c) : c);
-  return node;
-}
-
-const fmtTime = (at) => (at ? new Date(at).toLocaleTimeString() : '');
 
 function showError(message) {
   const box = document.getElementById('error');
@@ -69,10 +62,13 @@ function renderSlot(lane, slot) {
     el('td', { class: 'mono' }, view.pid !== undefined ? String(view.pid) : ''),
     el('td', { class: 'exit' }, exit),
     el('td', { class: 'reason' }, view.reason ?? '', lastDeath),
-    el('td', { class: 'mono card' }, slot.cardId ?? ''),
+    el('td', { class: 'mono card' }, slot.cardId ? openButton(slot.cardId) : ''),
     el('td', { class: 'mono worker' }, `${slot.worker}${slot.workerLiveness && slot.workerLiveness !== 'alive' ? ` (${slot.workerLiveness})` : ''}`),
   );
 }
+
+/** A card's id as the button that opens it in the card panel (one click handler for the page, below). */
+const openButton = (id) => el('button', { type: 'button', class: 'mono open-card', 'data-open-card': id }, id);
 
 /** How the lane fences its agents; a lane that can only run trusted agents says so, and why (README "Threat model"). */
 function renderIsolation(isolation) {
@@ -112,6 +108,7 @@ function renderLane(lane) {
       blocked.length ? el('ul', {}, ...blocked.map(([reason, n]) => el('li', { 'data-blocked': reason }, `${reason}: ${n}`))) : 'none',
     ),
     renderBlockedCards(model.blocked[lane.name]),
+    renderLaneCards(lane.name, Date.now()),
     el(
       'table',
       { class: 'slots' },
@@ -139,7 +136,7 @@ function renderBlockedCards(list) {
             el(
               'li',
               { class: 'blocked-card', 'data-card': c.id },
-              el('span', { class: 'mono' }, c.id),
+              openButton(c.id),
               c.title ? ` ${c.title}` : '',
               c.message ? el('span', { class: 'message' }, ` — ${c.message}`) : '',
               el('time', {}, ` since ${fmtTime(c.since)}`),
@@ -179,12 +176,6 @@ function render() {
   document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
-async function getJson(path) {
-  const res = await fetch(path, { headers: { accept: 'application/json' } });
-  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
-  return res.json();
-}
-
 /** Why a dead sandbox died, from its record, for deaths that happened before the page opened. */
 async function lookUpDeaths() {
   for (const id of sandboxesToLookUp(model)) {
@@ -209,6 +200,7 @@ async function refresh() {
   try {
     const body = await getJson('/v1/lanes');
     model = withLanes(model, body.lanes);
+    laneCardsChanged(lanesNotListed(model.lanes.map((l) => l.name)));
     await lookUpDeaths();
     await readBlocked();
     showError(undefined);
@@ -230,6 +222,10 @@ function onFrame(frame) {
   const next = applyEvent(model, event);
   model = next.model;
   if (next.refresh) scheduleRefresh();
+  if (isCardEvent(event)) {
+    laneCardsChanged([event.lane]);
+    cardPanelEvent(event);
+  }
   return true;
 }
 
@@ -238,27 +234,17 @@ async function follow() {
   let since = recentStreamId(Date.now());
   for (;;) {
     try {
-      const res = await fetch(`/v1/events?since=${encodeURIComponent(since)}`, { headers: { accept: 'text/event-stream' } });
-      if (!res.ok || !res.body) throw new Error(`/v1/events: HTTP ${res.status}`);
+      const res = await openStream(`/v1/events?since=${encodeURIComponent(since)}`);
       setStream('live');
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += value.replace(/\r\n?/g, '\n');
-        let end = buffer.indexOf('\n\n');
+      await readFrames(res, (frames) => {
         let changed = false;
-        while (end >= 0) {
-          const frame = parseFrame(buffer.slice(0, end));
-          buffer = buffer.slice(end + 2);
+        for (const frame of frames) {
           if (frame.id) since = frame.id;
           changed = onFrame(frame) || changed;
-          end = buffer.indexOf('\n\n');
         }
         // One redraw per chunk read: a replay of many events on load draws once, not once per event.
         if (changed) render();
-      }
+      });
     } catch (err) {
       showError(String(err.message ?? err));
     }
@@ -268,7 +254,17 @@ async function follow() {
   }
 }
 
+// Every card id on the page opens that card; the panel's close button closes it.
+document.addEventListener('click', (e) => {
+  const id = e.target.closest?.('[data-open-card]')?.dataset.openCard;
+  if (id) openCard(id);
+});
+document.getElementById('card-close').addEventListener('click', closeCard);
+initLaneCards(render);
 render();
 void refresh();
 void follow();
-setInterval(scheduleRefresh, BACKSTOP_REFRESH_MS);
+setInterval(() => {
+  scheduleRefresh();
+  laneCardsChanged(model.lanes.map((l) => l.name));
+}, BACKSTOP_REFRESH_MS);
