@@ -2,7 +2,7 @@
  * Time to the agent's first instruction: `POST /v1/cards` → the first line of the agent's code,
  * beside a bare BullMQ `Queue.add` → `Worker` → `spawn` of the same agent, in one run.
  *
- *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--lanes-only]
+ *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--stack-process own|shared] [--lanes-only]
  *
  * The agent is a bash script whose first act appends its card id and `$EPOCHREALTIME` (the wall
  * clock in µs, read without a fork) to a file; after it, it sleeps W ms (default 0) as the rest of
@@ -10,10 +10,14 @@
  * `Queue.add`), so the whole path counts: HTTP, validation, the enqueue script, the worker's pop, the
  * card's move to running and its files, and the fork of bash inside the sandbox.
  *
- * Lanes: the whole stack in this process (API, worker with 4 slots on local sandboxes,
- * supervisor; `lanes up`'s heartbeat). Baseline: a bare BullMQ `Worker`, concurrency 4, in a
- * process of its own (bench/bare-worker.ts), spawning `bash` on the same script with the card id in
- * its env, fed by `Queue.add` on the same redis-server. Both are up and warmed for the whole run.
+ * Lanes: the whole stack (API, worker with 4 slots on local sandboxes, supervisor; `lanes up`'s
+ * heartbeat) in a process of its own (bench/stack-process.ts), posted to from this process over a
+ * keep-alive `node:http` agent, as a board posts from elsewhere. Baseline: a bare BullMQ `Worker`,
+ * concurrency 4, in a process of its own (bench/bare-worker.ts), spawning `bash` on the same script
+ * with the card id in its env, fed by `Queue.add` from this process on the same redis-server. So
+ * each side's client runs here and each side's worker in a process of its own. `--stack-process
+ * shared` runs the stack in this process instead, beside the client (undici's `fetch`), as
+ * bench/throughput.ts does. Both sides are up and warmed for the whole run.
  *
  * 1. Idle: one card at a time, each waited for until its job is completed, N per side, the sides
  *    alternating card by card (which goes first alternates too).
@@ -25,6 +29,7 @@
  * `--lanes-only` runs the lanes side alone, for `node --cpu-prof`.
  */
 import { spawn } from 'node:child_process';
+import { Agent } from 'node:http';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +39,8 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import { postJson } from './enqueue-client.js';
+import { startStackProcess } from './stack-client.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,9 +49,12 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '6' },
     'work-ms': { type: 'string', default: '0' },
     warmup: { type: 'string', default: '40' },
+    'stack-process': { type: 'string', default: 'own' },
     'lanes-only': { type: 'boolean', default: false },
   },
 });
+if (values['stack-process'] !== 'own' && values['stack-process'] !== 'shared') throw new Error('--stack-process is own or shared');
+const STACK_SHARED = values['stack-process'] === 'shared';
 const IDLE = Number(values.idle);
 const BACKLOG = Number(values.backlog);
 const ROUNDS = Number(values.rounds);
@@ -136,10 +146,22 @@ const roundRatios: Array<{ p50: number; p99: number }> = [];
 try {
   const bareQueue = LANES_ONLY ? undefined : new Queue(BARE, { connection: conn, prefix: QUEUE_PREFIX });
   const bare = LANES_ONLY ? undefined : await startBareWorker();
-  const t = await startTestStack(redis.url, [{ name: LANE, slots: SLOTS, agent: ['bash', agent] }], {
-    sandboxDir: join(dir, 'stack'),
-    heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
-  });
+  const lanes = [{ name: LANE, slots: SLOTS, agent: ['bash', agent] }];
+  const heartbeatIntervalMs = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
+  const sandboxDir = join(dir, 'stack');
+  const httpAgent = new Agent({ keepAlive: true });
+  /** The stack and how to POST to it: in a process of its own over node:http (the default), or in this one over fetch. */
+  const stack = STACK_SHARED
+    ? await startTestStack(redis.url, lanes, { sandboxDir, heartbeatIntervalMs }).then((t) => ({
+        post: (body: unknown) => t.api.request('POST', '/v1/cards', body),
+        stop: () => t.stop(),
+      }))
+    : await startStackProcess({ redisUrl: redis.url, lanes, parts: { api: true, worker: true, supervisor: true }, provider: 'local', heartbeatIntervalMs, sandboxDir }).then(
+        (c) => ({
+          post: (body: unknown) => postJson(httpAgent, c.url!, '/v1/cards', body),
+          stop: () => c.stop(),
+        }),
+      );
   let n = 0;
   /** Sends `count` cards on one side in one request (one card: a single POST / `Queue.add`); answers each card's send time. */
   const send = async (side: Side, count: number): Promise<Map<string, number>> => {
@@ -147,7 +169,7 @@ try {
     const t0 = wallMs();
     if (side === 'lanes') {
       const body = count === 1 ? { id: ids[0], lane: LANE, title: 'first instruction' } : { cards: ids.map((id) => ({ id, lane: LANE, title: 'first instruction' })) };
-      const res = await t.api.request('POST', '/v1/cards', body);
+      const res = await stack.post(body);
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
     } else if (count === 1) {
       await bareQueue!.add('card', { title: 'first instruction' }, { jobId: ids[0] });
@@ -191,14 +213,26 @@ try {
       console.error(`backlog round ${r + 1}/${ROUNDS}: lanes p50 ${pct(round.lanes!, 50).toFixed(1)} ms, bare p50 ${pct(round.bare ?? [], 50).toFixed(1)} ms`);
     }
   } finally {
-    await t.stop();
+    await stack.stop();
+    httpAgent.destroy();
     await bare?.close();
     await bareQueue?.close();
   }
 
   const load = loadavg().map((x) => Number(x.toFixed(2)));
-  const result: Record<string, unknown> = { bench: 'first-instruction', slots: SLOTS, idleCards: IDLE, backlog: BACKLOG, rounds: ROUNDS, workMs: WORK_MS, loadAverage: load };
-  console.log(`\nfirst-instruction benchmark (local provider, ${SLOTS} slots; agent: bash, stamp first, then ${WORK_MS} ms; load average ${load.join(' ')})\n`);
+  const result: Record<string, unknown> = {
+    bench: 'first-instruction',
+    slots: SLOTS,
+    idleCards: IDLE,
+    backlog: BACKLOG,
+    rounds: ROUNDS,
+    workMs: WORK_MS,
+    stackProcess: values['stack-process'],
+    loadAverage: load,
+  };
+  console.log(
+    `\nfirst-instruction benchmark (local provider, ${SLOTS} slots, the stack in ${STACK_SHARED ? "the client's process" : 'a process of its own'}; agent: bash, stamp first, then ${WORK_MS} ms; load average ${load.join(' ')})\n`,
+  );
   console.log('| case | lanes p50 / p99 | bare p50 / p99 | ratio p50 / p99 | target |');
   console.log('|---|---|---|---|---|');
   let met = true;
