@@ -24,13 +24,11 @@ export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: L
   ]);
   const due: Array<{ id: string; dueAt: number }> = [];
   for (let i = 0; i < dueFlat.length; i += 2) due.push({ id: dueFlat[i]!, dueAt: Math.floor(Number(dueFlat[i + 1]) / DELAYED_SCORE_FACTOR) });
-  const parked =
-    lane.maxRunningPerKey !== undefined
-      ? await new KeyLimits(deps.redis).parkedAmong(
-          lane.name,
-          due.map((d) => d.id),
-        )
-      : new Set<string>();
+  // A parked card (over its key's limit, or behind its supersede key's running card) could not run on another slot.
+  const parked = await new KeyLimits(deps.redis).parkedAmong(
+    lane.name,
+    due.map((d) => d.id),
+  );
   const delayed = due.filter((d) => !parked.has(d.id));
   const liveSlots = slots.filter((s) => livenessOf(verdicts, s.worker) !== 'gone' && s.sandbox?.state === 'live').length;
   return evaluateScale(

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { KEY_LIMIT_WAITING, type LaneConfig, type LaneStatus } from '@lanes/contracts';
+import { KEY_LIMIT_WAITING, SUPERSEDE_WAITING, type LaneConfig, type LaneStatus } from '@lanes/contracts';
 import { KeyLimits, type CardStore, type FleetStore, type LaneQueues } from '@lanes/queue';
 import { desiredSlots, livenessOf } from '@lanes/supervision';
 
@@ -24,16 +24,16 @@ export async function laneStatuses(deps: LaneStatusDeps & { redis?: Redis }): Pr
   return Promise.all(
     deps.lanes.map(async (lane) => {
       const queue = deps.queues.queue(lane.name)!;
-      const keyLimits = deps.redis && lane.maxRunningPerKey !== undefined ? new KeyLimits(deps.redis) : undefined;
+      const keyLimits = deps.redis ? new KeyLimits(deps.redis) : undefined;
       const [jobCounts, blocked, slots, breaker, health, parked] = await Promise.all([
         queue.getJobCounts(...JOB_STATES),
         deps.store.blocked(lane.name),
         deps.fleet.slots(lane.name),
         deps.fleet.breaker(lane.name),
         deps.fleet.health(lane.name),
-        keyLimits?.parkedCount(lane.name),
+        keyLimits?.parkedCounts(lane.name),
       ]);
-      const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length, ...(parked !== undefined ? { [KEY_LIMIT_WAITING]: parked } : {}) };
+      const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length, ...parkedCountsOf(lane, parked) };
       for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
       const live = slots.map((s) => ({ ...s, workerLiveness: livenessOf(verdicts, s.worker) })).filter((s) => s.workerLiveness !== 'gone');
       const desired = desiredSlots(
@@ -58,4 +58,16 @@ export async function laneStatuses(deps: LaneStatusDeps & { redis?: Redis }): Pr
       };
     }),
   );
+}
+
+/**
+ * The lane counts of parked cards: `waiting (key limit)` on a lane with `maxRunningPerKey`, and the
+ * supersede wait wherever a card is parked in it (any lane takes cards with a `supersedeKey`).
+ */
+function parkedCountsOf(lane: LaneConfig, parked: { concurrency: number; supersede: number } | undefined): Record<string, number> {
+  if (!parked) return {};
+  return {
+    ...(lane.maxRunningPerKey !== undefined ? { [KEY_LIMIT_WAITING]: parked.concurrency } : {}),
+    ...(parked.supersede > 0 ? { [SUPERSEDE_WAITING]: parked.supersede } : {}),
+  };
 }

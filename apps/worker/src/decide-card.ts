@@ -134,3 +134,8 @@ export function decideCard(
       };
   }
 }
+
+/** A cancel's move with the reason it was asked for, when it was more than a plain cancel (`superseded by <id>`). */
+export function withCancelReason(action: Extract<CardAction, { kind: 'cancel' }>, reason: string | undefined): Extract<CardAction, { kind: 'cancel' }> {
+  return reason === undefined ? action : { ...action, move: { ...action.move, message: `${action.move.message}: ${reason}` } };
+}

@@ -220,7 +220,9 @@ export class LaneWorker {
         running: this.running,
         leases: this.leases,
         ...(this.deps.replicaAck ? { replicaAck: this.deps.replicaAck } : {}),
-        ...(lane.maxRunningPerKey !== undefined ? { keyLimits: new KeyLimits(redis), jobOf: (id: string) => this.deps.queues.job(id, lane.name) } : {}),
+        // Every lane: a card may carry a supersede key on any lane, a concurrency key where the lane limits it.
+        keyLimits: new KeyLimits(redis),
+        jobOf: (id: string) => this.deps.queues.job(id, lane.name),
       }),
       {
         connection: redis,

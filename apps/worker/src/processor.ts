@@ -8,9 +8,10 @@ import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
 import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
-import { decideCard, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
+import { decideCard, withCancelReason, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
 import { jobLogSink } from './job-log.js';
 import { admitByKey, releaseByKey } from './key-gate.js';
+import { endIfSuperseded } from './supersede-gate.js';
 import type { LaneBreaker } from './lane-breaker.js';
 import { RunLease } from './run-lease.js';
 import type { Slot } from './slot.js';
@@ -40,7 +41,7 @@ export interface ProcessorDeps {
    * a failover loses neither (unless no replica answered in time; replica-ack.ts).
    */
   replicaAck?: ReplicaAck;
-  /** Fair per-key concurrency (key-gate.ts), for a lane with `maxRunningPerKey`. */
+  /** Fair per-key concurrency and one run per supersede key (key-gate.ts, supersede-gate.ts). */
   keyLimits?: KeyLimits;
   /** The lane's BullMQ job of a card: the key gate wakes a parked card through it. */
   jobOf?: (cardId: string) => Promise<Job | undefined>;
@@ -78,9 +79,12 @@ export function createProcessor(deps: ProcessorDeps) {
     }
     if (!token) throw new IllegalStateError(`BullMQ gave card ${card.id} no lock token`);
     const log = baseLog.child({ cardId: card.id });
-    // Over its key's limit, the card is parked before it takes a slot (and this call ends here).
+    // Over its key's limit, the card is parked before it takes a slot (and this call ends here);
+    // one a newer card of its supersede key replaced ends cancelled before it takes one.
     const { keyLimits, jobOf } = deps;
-    const keyed = keyLimits && jobOf ? await admitByKey({ ...deps, keyLimits, jobOf }, job, card, token, log) : undefined;
+    const gate = keyLimits && jobOf ? { ...deps, keyLimits, jobOf } : undefined;
+    const keyed = gate ? await admitByKey(gate, job, card, token, log) : [];
+    if (gate) await endIfSuperseded(gate, job, card, token, keyed, log);
     // The record is not read here: the move to running says whether the card may still run, and
     // brings what the decision needs. Only a run that stops before that move reads it.
     // Registered before the slot is ready, so a cancel or shutdown while waiting for a sandbox is not lost.
@@ -109,7 +113,7 @@ export function createProcessor(deps: ProcessorDeps) {
       deps.leases.delete(card.id);
       deps.running.delete(card.id);
       deps.pool.release(slot);
-      if (keyed && keyLimits && jobOf) await releaseByKey({ ...deps, keyLimits, jobOf }, keyed, token, log);
+      if (gate) await releaseByKey(gate, keyed, token, log);
     }
   };
 }
@@ -271,6 +275,8 @@ async function act(run: Run, context: RunContext, action: CardAction): Promise<u
     throw new DelayedError();
   };
   if (action.kind === 'discard') return discard(action.reason);
+  // A cancel asked for with a reason (a newer card superseded this one) says so in its move.
+  if (action.kind === 'cancel') action = withCancelReason(action, await deps.store.cancelReason(card.id));
   const reclaimLockMs = run.finishedAgentRun ? reclaimLockMsFor(deps.lockDurationMs) : undefined;
   const moved = await deps.store.transition(card, action.move, reclaimLockMs ? { ...writer, reclaimLockMs } : writer);
   const markDead = () => {

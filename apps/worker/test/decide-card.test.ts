@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LaneConfigSchema } from '@lanes/contracts';
 import { decideCard, NEEDS_HUMAN_HOLD_MS, SANDBOX_DEAD_BACKSTOP_MS, type CardAction, type CardOutcome, type RunContext } from '../src/index.js';
+import { withCancelReason } from '../src/decide-card.js';
 
 const NOW = Date.UTC(2025, 5, 1, 12, 0, 0);
 const lane = LaneConfigSchema.parse({ name: 'l', agent: ['true'], infraRetries: 2, breaker: { openMs: 7_000 } });
@@ -153,5 +154,15 @@ describe('decideCard', () => {
     ['fenced → discard: no move at all', { kind: 'fenced', reason: 'lock lost' }, { infraRetries: 0 }, run, { kind: 'discard', reason: 'lock lost' }],
   ])('%s', (_name, outcome, record, context, expected) => {
     expect(decideCard(outcome, record, lane, NOW, context)).toEqual(expected);
+  });
+});
+
+describe('withCancelReason', () => {
+  const cancel: Extract<CardAction, { kind: 'cancel' }> = { kind: 'cancel', move: { attempt: 1, slot: 's', to: 'cancelled', message: 'cancelled during agent' } };
+  it.each<[string, string | undefined, string]>([
+    ['a plain cancel says nothing more', undefined, 'cancelled during agent'],
+    ['a cancel asked for by a newer card of its supersede key says so', 'superseded by c3', 'cancelled during agent: superseded by c3'],
+  ])('%s', (_name, reason, message) => {
+    expect(withCancelReason(cancel, reason).move.message).toBe(message);
   });
 });

@@ -52,19 +52,36 @@ function fakes(admissions: KeyAdmission['decision'][], opts: { recheck?: 'wake' 
 describe('admitByKey', () => {
   it('applies no key limit to a card without a key, or a lane without maxRunningPerKey', async () => {
     const f = fakes([]);
-    expect(await admitByKey(f.deps, f.job, { ...card, concurrencyKey: undefined }, 'tok', log)).toBeUndefined();
-    expect(await admitByKey({ ...f.deps, lane: { name: 'l' } }, f.job, card, 'tok', log)).toBeUndefined();
+    expect(await admitByKey(f.deps, f.job, { ...card, concurrencyKey: undefined }, 'tok', log)).toEqual([]);
+    expect(await admitByKey({ ...f.deps, lane: { name: 'l' } }, f.job, card, 'tok', log)).toEqual([]);
     expect(f.calls).toEqual([]);
   });
 
   it('admits, answering the key to release', async () => {
     const f = fakes(['admit']);
-    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toEqual({ lane: 'l', cardId: 'c1', key: 'acme/a' });
+    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toEqual([{ lane: 'l', cardId: 'c1', key: 'acme/a' }]);
+  });
+
+  it('a supersede key is a gate of its own, one card at a time, on any lane', async () => {
+    const f = fakes(['admit', 'admit']);
+    const both = { ...card, supersedeKey: 'acme/a#7' };
+    expect(await admitByKey(f.deps, f.job, both, 'tok', log)).toEqual([
+      { lane: 'l', cardId: 'c1', key: 'acme/a' },
+      { lane: 'l', cardId: 'c1', key: 'acme/a#7', gate: 'supersede' },
+    ]);
+    const g = fakes(['admit']);
+    expect(await admitByKey({ ...g.deps, lane: { name: 'l' } }, g.job, both, 'tok', log)).toEqual([{ lane: 'l', cardId: 'c1', key: 'acme/a#7', gate: 'supersede' }]);
+  });
+
+  it('parked at its second gate, a card gives its place at the first back', async () => {
+    const f = fakes(['admit', 'park']);
+    await expect(admitByKey(f.deps, f.job, { ...card, supersedeKey: 'acme/a#7' }, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
+    expect(f.calls).toEqual(['admit:admit', 'admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, 'recheck:stay', 'release:c1']);
   });
 
   it('makes the record of a job added through BullMQ alone, then asks again', async () => {
     const f = fakes(['no-record', 'admit']);
-    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toBeDefined();
+    expect(await admitByKey(f.deps, f.job, card, 'tok', log)).toHaveLength(1);
     expect(f.calls).toEqual(['admit:no-record', 'create', 'admit:admit']);
   });
 
@@ -95,7 +112,7 @@ describe('releaseByKey', () => {
     ['Redis away: logged, never thrown into the run’s ending', { releaseThrows: true }, ['release:c1']],
   ])('%s', async (_name, opts, calls) => {
     const f = fakes([], opts);
-    await releaseByKey(f.deps, keyed, 'tok', log);
+    await releaseByKey(f.deps, [keyed], 'tok', log);
     expect(f.calls).toEqual(calls);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConcurrencyKeySchema } from './concurrency-key.js';
+import { SupersedeModeSchema } from './supersede.js';
 import { CARD_ID_MAX_LENGTH, MAX_CARD_METADATA_BYTES } from './defaults.js';
 
 /**
@@ -75,6 +76,10 @@ export const CardInputSchema = z.strictObject({
     .optional(),
   /** Cards of one key (e.g. `owner/repo`) run at most the lane's `maxRunningPerKey` at a time. */
   concurrencyKey: ConcurrencyKeySchema.optional(),
+  /** The newest card of a key (e.g. `owner/repo#42`) on a lane wins; earlier ones are cancelled as superseded (supersede.ts). */
+  supersedeKey: ConcurrencyKeySchema.optional(),
+  /** Whether a newer card of its key cancels a running earlier one too; unset: the lane's `supersede`. */
+  supersede: SupersedeModeSchema.optional(),
 });
 export type CardInput = z.input<typeof CardInputSchema>;
 

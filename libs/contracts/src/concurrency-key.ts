@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SUPERSEDE_WAITING } from './supersede.js';
 
 /**
  * The longest `concurrencyKey`. An `owner/repo` on GitHub is at most 39 + 1 + 100 characters; a key
@@ -22,10 +23,10 @@ export const ConcurrencyKeySchema = z
 export const MaxRunningPerKeySchema = z.number().int().positive().max(10_000);
 
 /**
- * What a queued card waits for, beside its state: the one detail so far is a card over its key's
- * limit (`maxRunningPerKey`), parked without a slot until a card of its key ends. Its state stays
- * `queued` (DESIGN's lifecycle has no waiting state).
+ * What a queued card waits for, beside its state: a card over its key's limit (`maxRunningPerKey`),
+ * or one whose supersede key's earlier card still runs (supersede.ts), parked without a slot until
+ * a card of its key ends. Its state stays `queued` (DESIGN's lifecycle has no waiting state).
  */
 export const KEY_LIMIT_WAITING = 'waiting (key limit)';
-export const StateDetailSchema = z.enum([KEY_LIMIT_WAITING]);
+export const StateDetailSchema = z.enum([KEY_LIMIT_WAITING, SUPERSEDE_WAITING]);
 export type StateDetail = z.infer<typeof StateDetailSchema>;

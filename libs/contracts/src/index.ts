@@ -53,6 +53,7 @@ export {
   StateDetailSchema,
   type StateDetail,
 } from './concurrency-key.js';
+export { SupersedeModeSchema, DEFAULT_SUPERSEDE_MODE, SUPERSEDE_WAITING, SUPERSEDE_LATEST_TTL_MS, supersededReason, type SupersedeMode } from './supersede.js';
 export {
   FaultPlanSchema,
   BreakerConfigSchema,

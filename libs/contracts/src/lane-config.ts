@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ApiTokenConfigSchema } from './api-token.js';
 import { LaneNameSchema } from './card.js';
 import { MaxRunningPerKeySchema } from './concurrency-key.js';
+import { DEFAULT_SUPERSEDE_MODE, SupersedeModeSchema } from './supersede.js';
 import * as D from './defaults.js';
 import { DEFAULT_MAX_RESULT_BYTES, MAX_RESULT_BYTES_LIMIT } from './agent-limits.js';
 import { FileSyncSchema } from './sandbox.js';
@@ -129,6 +130,8 @@ export const LaneConfigSchema = z
     faults: FaultPlanSchema.optional(),
     /** At most this many cards of one `concurrencyKey` run at once across the lane's workers; unset: no key limit. */
     maxRunningPerKey: MaxRunningPerKeySchema.optional(),
+    /** Whether a newer card of a `supersedeKey` cancels a running earlier one too (`cancel-running`), or only one not yet started. A card's own `supersede` wins. */
+    supersede: SupersedeModeSchema.default(DEFAULT_SUPERSEDE_MODE),
   })
   .transform((lane) => {
     // Given only `slots`, the lane is fixed: min = max = slots (a worker never adds or drops slots).

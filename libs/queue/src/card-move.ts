@@ -8,7 +8,7 @@ import {
   type ObservedExitCode,
   type Verdict,
 } from '@lanes/contracts';
-import { CANCEL_REQUESTED_FIELD } from './card-script.js';
+import { CANCEL_REASON_FIELD, CANCEL_REQUESTED_FIELD } from './card-script.js';
 
 /** Where the move happened, for the event and the logs. */
 interface Where {
@@ -119,7 +119,7 @@ export function renderMove(card: { id: string; lane: string }, move: CardMove, a
   }
   if ((move.to === 'blocked' || move.to === 'queued') && move.infraRetries !== undefined) set.infraRetries = String(move.infraRetries);
   if (move.to !== 'blocked') del.push('blockedReason', 'blockedMessage');
-  if (move.to === 'queued' && move.event === 'card.retried') del.push('failedReason', 'result', CANCEL_REQUESTED_FIELD);
+  if (move.to === 'queued' && move.event === 'card.retried') del.push('failedReason', 'result', CANCEL_REQUESTED_FIELD, CANCEL_REASON_FIELD);
   const type: EventType = move.to === 'queued' && move.event ? move.event : `card.${move.to}`;
   const { retryAt: _retryAt, exitCode: _exitCode, ...eventData } = d;
   const event: LaneEvent = {

@@ -18,6 +18,8 @@ declare module 'ioredis' {
 
 /** The card hash field that keeps a cancel request for whichever run holds the card, now or next. */
 export const CANCEL_REQUESTED_FIELD = 'cancelRequestedAt';
+/** Why a cancel was asked for, when it was not a board's plain cancel (`superseded by <id>`): the cancelled move says it. */
+export const CANCEL_REASON_FIELD = 'cancelReason';
 
 /**
  * The one writer of card moves (a new record is `lanesEnqueue`'s, in enqueue-script.ts). In one
@@ -238,14 +240,15 @@ return redis.call('SREM', KEYS[1], ARGV[1])
 /**
  * A cancel of a card that may be running: kept on the card, then published. Pub/sub keeps nothing
  * for a subscriber that is reconnecting, so the worker also reads the request each heartbeat.
- * A finished card is left as it is. KEYS: 1 card hash. ARGV: 1 requested at, 2 channel, 3 card id.
- * Answers the card's state, or '' when there is no card.
+ * A finished card is left as it is. KEYS: 1 card hash. ARGV: 1 requested at, 2 channel, 3 card id,
+ * 4 the reason ('' for none). Answers the card's state, or '' when there is no card.
  */
 const CANCEL_LUA = `
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return '' end
 if state == 'done' or state == 'failed' or state == 'cancelled' then return state end
 redis.call('HSET', KEYS[1], '${CANCEL_REQUESTED_FIELD}', ARGV[1])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], '${CANCEL_REASON_FIELD}', ARGV[4]) end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return state
 `;

@@ -15,7 +15,7 @@ import {
 import { CardHashSchema, recordOf } from './card-hash.js';
 import { CardList, type CardListRequest, type CardListResult } from './card-list.js';
 import { renderMove, type CardMove, type CardWriter } from './card-move.js';
-import { CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs, type WriteScriptInput } from './card-script.js';
+import { CANCEL_REASON_FIELD, CANCEL_REQUESTED_FIELD, ScriptReplySchema, defineCardScripts, writeScriptArgs, type WriteScriptInput } from './card-script.js';
 import { EVENT_STREAM_MAX_LEN, type EventLog } from './event-log.js';
 import { defineEnqueueScripts, enqueueArgs, parseEnqueueReply } from './enqueue-script.js';
 import { keys } from './names.js';
@@ -62,6 +62,8 @@ export interface CreateOutcome {
   created: boolean;
   state: CardState;
   lane: string;
+  /** A new card with a supersede key: the card of its key it replaced as newest, to be cancelled. */
+  supersedes?: string;
 }
 
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
@@ -100,7 +102,9 @@ export class CardStore {
     const reply = parseEnqueueReply(await this.deps.redis.lanesEnqueue(...enqueueArgs(cards, this.deps.now(), EVENT_STREAM_MAX_LEN, 'each')), cards.length);
     return cards.map((card, i) => {
       const before = reply.before[i];
-      return before ? { created: false, state: before.state, lane: before.lane } : { created: true, state: 'queued', lane: card.lane };
+      const supersedes = reply.supersedes[i];
+      if (before) return { created: false, state: before.state, lane: before.lane };
+      return { created: true, state: 'queued', lane: card.lane, ...(supersedes !== undefined ? { supersedes } : {}) };
     });
   }
 
@@ -200,9 +204,14 @@ export class CardStore {
    * workers listening. A finished card is left alone. Answers the card's state, or undefined when
    * there is no such card.
    */
-  async requestCancel(cardId: string): Promise<CardState | undefined> {
-    const state = await this.deps.redis.lanesCardCancel(keys.card(cardId), new Date(this.deps.now()).toISOString(), keys.cancelChannel(), cardId);
+  async requestCancel(cardId: string, reason?: string): Promise<CardState | undefined> {
+    const state = await this.deps.redis.lanesCardCancel(keys.card(cardId), new Date(this.deps.now()).toISOString(), keys.cancelChannel(), cardId, reason ?? '');
     return state === '' ? undefined : CardStateSchema.parse(state);
+  }
+
+  /** Why the card's cancel was asked for, when it was not a plain cancel (`superseded by <id>`). */
+  async cancelReason(cardId: string): Promise<string | undefined> {
+    return (await this.deps.redis.hget(keys.card(cardId), CANCEL_REASON_FIELD)) ?? undefined;
   }
 
   /** Which of these cards have a cancel request (one round trip). */

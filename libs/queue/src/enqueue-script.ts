@@ -1,6 +1,6 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
-import { CardStateSchema, type Card } from '@lanes/contracts';
+import { CardStateSchema, SUPERSEDE_LATEST_TTL_MS, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 
@@ -40,20 +40,28 @@ import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
  * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
  *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
- *   card JSON NEWLINE`, where the job options (JSON) are '' unless this script writes the card's job,
- *   7 mode, 8 time (epoch ms, the job's timestamp), 9 callback backlog bound (entries; 0: none).
+ *   supersede key TAB card JSON NEWLINE`, where the job options (JSON) are '' unless this script
+ *   writes the card's job and the supersede key is '' for a card without one, 7 mode, 8 time (epoch
+ *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
+ *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS).
+ *
+ * A new card with a supersede key becomes its key's newest (`keys.supersedeLatest`) in the same
+ * step its record is written, so two arrivals of one key are ordered, and each answers the card it
+ * replaced as newest: the caller cancels that one (LaneQueues.supersede), and a run checks at its
+ * admission that it is still its key's newest (supersede-gate.ts in apps/worker).
  * Ids and lanes are [A-Za-z0-9._-] and JSON.stringify escapes control characters, so TAB and
  * NEWLINE only ever separate. One argument instead of several per card: ioredis and Redis both pay per
  * argument, and the per-card keys (`keys` in names.ts) and the event are built here instead. The
  * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
- * `state/lane` as it was before; or 'backlog' and the callback stream's length.
+ * `state/lane` as it was before, then one more: per card, the id of the card of its supersede key it
+ * replaced as newest, or ''; or 'backlog' and the callback stream's length.
  */
 const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
 local inMulti = ARGV[7] == 'enqueue'
 local batch = ARGV[6]
-local ids, lanes, cbs, prios, jobOpts, jsons = {}, {}, {}, {}, {}, {}
+local ids, lanes, cbs, prios, jobOpts, sups, jsons = {}, {}, {}, {}, {}, {}, {}
 local pos, n = 1, 0
 while pos <= #batch do
   local t1 = string.find(batch, '\\t', pos, true)
@@ -61,11 +69,13 @@ while pos <= #batch do
   local t3 = string.find(batch, '\\t', t2 + 1, true)
   local t4 = string.find(batch, '\\t', t3 + 1, true)
   local t5 = string.find(batch, '\\t', t4 + 1, true)
-  local nl = string.find(batch, '\\n', t5 + 1, true)
+  local t6 = string.find(batch, '\\t', t5 + 1, true)
+  local nl = string.find(batch, '\\n', t6 + 1, true)
   n = n + 1
   ids[n], lanes[n] = string.sub(batch, pos, t1 - 1), string.sub(batch, t1 + 1, t2 - 1)
   cbs[n], prios[n] = string.sub(batch, t2 + 1, t3 - 1), tonumber(string.sub(batch, t3 + 1, t4 - 1)) or 0
-  jobOpts[n], jsons[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, nl - 1)
+  jobOpts[n], sups[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, t6 - 1)
+  jsons[n] = string.sub(batch, t6 + 1, nl - 1)
   pos = nl + 1
 end
 local backlogMax = tonumber(ARGV[9]) or 0
@@ -100,7 +110,7 @@ for i = 1, n do
     if inMulti and before[i] ~= lanes[i] then conflict = true end
   end
 end
-local out = {}
+local out, superseded = {}, {}
 local made, madeHere, hasBlocked = {}, {}, {}
 -- The new ids of each lane, for the per-lane writes after the loop (one call each, not one per card).
 local newIds, newLanes = {}, {}
@@ -133,12 +143,20 @@ for i = 1, n do
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e',
       '{"type":"card.queued","at":"' .. at .. '","lane":"' .. lane .. '","cardId":"' .. id .. '"}')
     if here then writeJob(qp, lane, id, jsons[i], jobOpts[i], prios[i], ARGV[8]) end
+    if sups[i] ~= '' then
+      -- The newest card of its supersede key (keys.supersedeLatest): the one before it is answered, to be cancelled.
+      local latest = sp .. ':lane:' .. lane .. ':supersede:' .. sups[i] .. ':latest'
+      local previous = redis.call('GET', latest)
+      redis.call('SET', latest, id, 'PX', ARGV[10])
+      if previous and previous ~= id then superseded[i] = previous end
+    end
   elseif here and not (again and not madeHere[id]) then
     -- Queued: its job again if it is gone (a repair), else a duplicate, as BullMQ's add answers one.
     -- An id whose job BullMQ adds after this script (made earlier in the batch) is left to that add.
     writeJob(qp, lane, id, jsons[i], jobOpts[i], prios[i], ARGV[8])
   end
   out[i] = states[i] and (states[i] .. '/' .. before[i]) or ''
+  superseded[i] = superseded[i] or ''
 end
 -- Variadic calls in slices: unpack puts every element on Lua's C stack, which holds about 8,000.
 local SLICE = 500
@@ -157,7 +175,7 @@ for _, lane in ipairs(newLanes) do
   end
 end
 finishJobs()
-return {conflict and 'conflict' or 'ok', table.concat(out, ',')}
+return {conflict and 'conflict' or 'ok', table.concat(out, ','), table.concat(superseded, ',')}
 `;
 
 /** KEYS: 1 guard set. Deletes the guards (only hashes still marked as guards) and the set. */
@@ -206,28 +224,53 @@ export function enqueueArgs(
 ): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
-  for (const [i, card] of cards.entries()) batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${JSON.stringify(card)}\n`;
+  for (const [i, card] of cards.entries()) {
+    batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${card.supersedeKey ?? ''}\t${JSON.stringify(card)}\n`;
+  }
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
-  return [3, keys.events(), keys.enqueueGuards(), keys.callbacks(), eventStreamMaxLen, at, entry, STORE_PREFIX, QUEUE_PREFIX, batch, mode, nowMs, callbackBacklogMax];
+  return [
+    3,
+    keys.events(),
+    keys.enqueueGuards(),
+    keys.callbacks(),
+    eventStreamMaxLen,
+    at,
+    entry,
+    STORE_PREFIX,
+    QUEUE_PREFIX,
+    batch,
+    mode,
+    nowMs,
+    callbackBacklogMax,
+    SUPERSEDE_LATEST_TTL_MS,
+  ];
 }
 
 /**
  * What each card was before this enqueue: undefined when it is new. `callbackBacklog`: the batch
  * was refused whole, the callback stream holding this many entries.
  */
-export type EnqueueReply = { conflict: boolean; callbackBacklog?: number; before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined> };
+export type EnqueueReply = {
+  conflict: boolean;
+  callbackBacklog?: number;
+  before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined>;
+  /** Per card: the card of its supersede key it replaced as newest, to be cancelled. */
+  supersedes: Array<string | undefined>;
+};
 
-const ReplySchema = z.tuple([z.enum(['ok', 'conflict', 'backlog']), z.string()]);
+const ReplySchema = z.union([z.tuple([z.literal('backlog'), z.string()]), z.tuple([z.enum(['ok', 'conflict']), z.string(), z.string()])]);
 
 export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
-  const [status, states] = ReplySchema.parse(raw);
-  if (status === 'backlog') return { conflict: false, callbackBacklog: Number(states), before: [] };
+  const reply = ReplySchema.parse(raw);
+  if (reply[0] === 'backlog') return { conflict: false, callbackBacklog: Number(reply[1]), before: [], supersedes: [] };
+  const [status, states, replaced] = reply;
   const parts = states.split(',');
-  if (parts.length !== count) throw new Error(`enqueue script answered ${parts.length} states for ${count} cards`);
+  const supersedes = replaced.split(',').map((id) => (id === '' ? undefined : id));
+  if (parts.length !== count || supersedes.length !== count) throw new Error(`enqueue script answered ${parts.length} states for ${count} cards`);
   const before: EnqueueReply['before'] = parts.map((part) => {
     if (part === '') return undefined;
     const slash = part.indexOf('/');
     return { state: CardStateSchema.parse(part.slice(0, slash)), lane: part.slice(slash + 1) };
   });
-  return { conflict: status === 'conflict', before };
+  return { conflict: status === 'conflict', before, supersedes };
 }

@@ -1,5 +1,5 @@
 import type { Redis, Result } from 'ioredis';
-import { KEY_LIMIT_WAITING } from '@lanes/contracts';
+import { KEY_LIMIT_WAITING, SUPERSEDE_WAITING } from '@lanes/contracts';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
@@ -111,11 +111,27 @@ function defineKeyLimitScripts(redis: Redis): void {
   redis.defineCommand('lanesKeyWaitFront', { numberOfKeys: 1, lua: WAIT_FRONT_LUA });
 }
 
+/**
+ * Which limit a key is under: a `concurrencyKey` (the lane's `maxRunningPerKey`) or a
+ * `supersedeKey` (one at a time). Each has sets of its own, so a key may be both.
+ */
+export type KeyGateKind = 'concurrency' | 'supersede';
+
 /** One card of a key on a lane. */
 export interface KeyedCard {
   lane: string;
   cardId: string;
   key: string;
+  /** Unset: a concurrency key. */
+  gate?: KeyGateKind;
+}
+
+/** The Redis keys of a key's gate, and the detail its parked cards show. */
+function gateKeys(card: KeyedCard): { running: string; waiting: string; parked: string; detail: string } {
+  const { lane, key } = card;
+  return card.gate === 'supersede'
+    ? { running: keys.supersedeRunning(lane, key), waiting: keys.supersedeWaiting(lane, key), parked: keys.supersedeParked(lane), detail: SUPERSEDE_WAITING }
+    : { running: keys.keyRunning(lane, key), waiting: keys.keyWaiting(lane, key), parked: keys.keyParked(lane), detail: KEY_LIMIT_WAITING };
 }
 
 export interface KeyAdmission {
@@ -135,36 +151,36 @@ export class KeyLimits {
   }
 
   async admit(card: KeyedCard, token: string, maxRunningPerKey: number, nowMs: number): Promise<KeyAdmission> {
-    const { lane, cardId, key } = card;
+    const { lane, cardId } = card;
+    const gate = gateKeys(card);
     const reply = (await this.redis.lanesKeyAdmit(
       keys.card(cardId),
       keys.jobLock(lane, cardId),
-      keys.keyRunning(lane, key),
-      keys.keyWaiting(lane, key),
-      keys.keyParked(lane),
+      gate.running,
+      gate.waiting,
+      gate.parked,
       token,
       cardId,
       maxRunningPerKey,
       nowMs,
       jobKeyPrefix(lane),
-      KEY_LIMIT_WAITING,
+      gate.detail,
     )) as [KeyAdmission['decision'], string, string];
     return { decision: reply[0], runningOthers: Number(reply[1]), counted: reply[2] === '1' };
   }
 
   /** The card's run ended: answers the key's longest-waiting parked card, to be made ready, if any. */
   async release(card: KeyedCard, token: string): Promise<string | undefined> {
-    const { lane, cardId, key } = card;
-    const next = (await this.redis.lanesKeyRelease(keys.jobLock(lane, cardId), keys.keyRunning(lane, key), keys.keyWaiting(lane, key), token, cardId)) as string;
+    const { lane, cardId } = card;
+    const gate = gateKeys(card);
+    const next = (await this.redis.lanesKeyRelease(keys.jobLock(lane, cardId), gate.running, gate.waiting, token, cardId)) as string;
     return next === '' ? undefined : next;
   }
 
   async recheck(card: KeyedCard, maxRunningPerKey: number): Promise<'wake' | 'stay' | 'gone'> {
-    const { lane, cardId, key } = card;
-    return (await this.redis.lanesKeyRecheck(keys.card(cardId), keys.keyRunning(lane, key), keys.keyWaiting(lane, key), cardId, maxRunningPerKey, jobKeyPrefix(lane))) as
-      | 'wake'
-      | 'stay'
-      | 'gone';
+    const { lane, cardId } = card;
+    const gate = gateKeys(card);
+    return (await this.redis.lanesKeyRecheck(keys.card(cardId), gate.running, gate.waiting, cardId, maxRunningPerKey, jobKeyPrefix(lane))) as 'wake' | 'stay' | 'gone';
   }
 
   /**
@@ -177,15 +193,21 @@ export class KeyLimits {
     if (JOB_LAYOUT_WRITABLE) await this.redis.lanesKeyWaitFront(keys.waitList(lane), cardId);
   }
 
-  /** How many of the lane's cards are parked over their key's limit. */
-  async parkedCount(lane: string): Promise<number> {
-    return this.redis.zcard(keys.keyParked(lane));
+  /** How many of the lane's cards are parked over their key's limit, and waiting for their supersede key's earlier card. */
+  async parkedCounts(lane: string): Promise<{ concurrency: number; supersede: number }> {
+    const [concurrency, supersede] = await Promise.all([this.redis.zcard(keys.keyParked(lane)), this.redis.zcard(keys.supersedeParked(lane))]);
+    return { concurrency, supersede };
   }
 
-  /** Which of these card ids are parked over their key's limit. */
+  /** Which of these card ids are parked at either gate. */
   async parkedAmong(lane: string, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const scores = await this.redis.zmscore(keys.keyParked(lane), ...ids);
-    return new Set(ids.filter((_, i) => scores[i] !== null));
+    const [byKey, bySupersede] = await Promise.all([this.redis.zmscore(keys.keyParked(lane), ...ids), this.redis.zmscore(keys.supersedeParked(lane), ...ids)]);
+    return new Set(ids.filter((_, i) => byKey[i] !== null || bySupersede[i] !== null));
+  }
+
+  /** The newest card of a supersede key on a lane, or undefined once forgotten (SUPERSEDE_LATEST_TTL_MS). */
+  async supersedeLatest(lane: string, key: string): Promise<string | undefined> {
+    return (await this.redis.get(keys.supersedeLatest(lane, key))) ?? undefined;
   }
 }

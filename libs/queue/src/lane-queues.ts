@@ -1,6 +1,17 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis, Result } from 'ioredis';
-import { CardSchema, defaults, isRetryableCardState, isTerminalCardState, type BlockedReason, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
+import {
+  CardSchema,
+  DEFAULT_SUPERSEDE_MODE,
+  defaults,
+  isRetryableCardState,
+  supersededReason,
+  isTerminalCardState,
+  type BlockedReason,
+  type Card,
+  type CardState,
+  type LaneConfig,
+} from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
@@ -75,6 +86,13 @@ export type CommandOutcome =
       state?: CardState;
       message: string;
     };
+
+export interface CancelOptions {
+  /** Said by the cancelled move instead of a plain cancel's words, e.g. `superseded by <id>`. */
+  reason?: string;
+  /** false: a card a run holds (running, or its job taken) is left to run, answered CARD_BUSY. */
+  running?: boolean;
+}
 
 /** The ids of a refused batch that belong to another lane (or appear twice on two lanes). */
 function conflictsOf(cards: readonly Card[], reply: EnqueueReply): Array<{ index: number; id: string; lane: string }> {
@@ -155,6 +173,7 @@ export class LaneQueues {
     const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
     if (reply.callbackBacklog !== undefined) return { ok: false, callbackBacklog: { length: reply.callbackBacklog, max: this.callbackBacklogMax } };
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
+    await this.supersedeAll(cards, reply.supersedes);
     return {
       ok: true,
       results: cards.map((card, i) => {
@@ -197,6 +216,7 @@ export class LaneQueues {
     if (created!.created || (created!.state === 'queued' && !(await queue.getJob(card.id)))) {
       await queue.add(card.lane, card, jobOptions(card, this.lanes.get(card.lane)!));
     }
+    await this.supersedeAll([card], [created!.supersedes]);
     return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
   }
 
@@ -209,8 +229,28 @@ export class LaneQueues {
     return (await this.queues.get(lane)?.getJob(cardId)) ?? undefined;
   }
 
+  /**
+   * A newer card of a supersede key arrived (the enqueue answered the card it replaced as newest):
+   * the earlier one ends cancelled, `superseded by <id>`, if it has not started; with the newer
+   * card's (else its lane's) `supersede: "cancel-running"`, a running one is cancelled too. Never
+   * fails the enqueue: a cancel lost here is made good when the earlier card's run is admitted and
+   * finds it is no longer its key's newest (supersede-gate.ts in apps/worker).
+   */
+  private async supersedeAll(cards: readonly Card[], supersedes: ReadonlyArray<string | undefined>): Promise<void> {
+    await Promise.all(
+      cards.map(async (card, i) => {
+        const previous = supersedes[i];
+        if (previous === undefined) return;
+        const mode = card.supersede ?? this.lanes.get(card.lane)?.supersede ?? DEFAULT_SUPERSEDE_MODE;
+        await this.cancel(previous, { reason: supersededReason(card.id), running: mode === 'cancel-running' }).catch((err: unknown) =>
+          this.deps.onError?.(err instanceof Error ? err : new Error(String(err))),
+        );
+      }),
+    );
+  }
+
   /** Queued or blocked cards are removed from the queue; a running card is told to stop through pub/sub. */
-  async cancel(cardId: string): Promise<CommandOutcome> {
+  async cancel(cardId: string, options: CancelOptions = {}): Promise<CommandOutcome> {
     const record = await this.deps.store.get(cardId);
     if (!record) return { ok: false, code: 'CARD_NOT_FOUND', message: `no card ${cardId}` };
     if (isTerminalCardState(record.state)) {
@@ -218,6 +258,9 @@ export class LaneQueues {
     }
     const job = await this.job(cardId, record.lane);
     const jobState = job ? await job.getState() : 'unknown';
+    if (options.running === false && (record.state === 'running' || jobState === 'active')) {
+      return { ok: false, code: 'CARD_BUSY', state: record.state, message: `card ${cardId} is running; it is left to run` };
+    }
     // Read before the removal: a card left running by a crashed run may be cancelled only while that run is still its run.
     const runToken = record.state === 'running' ? await this.deps.store.runToken(cardId) : undefined;
     if (job && jobState !== 'active') {
@@ -228,7 +271,7 @@ export class LaneQueues {
       if (removed) {
         const moved = await this.deps.store.transition(
           record,
-          { to: 'cancelled', attempt: record.attempts, message: 'cancelled before it ran' },
+          { to: 'cancelled', attempt: record.attempts, message: options.reason ?? 'cancelled before it ran' },
           runToken === undefined ? { kind: 'board' } : { kind: 'board-if-run', token: runToken },
         );
         if (moved.ok) return { ok: true, state: 'cancelled' };
@@ -237,7 +280,7 @@ export class LaneQueues {
       }
     }
     // Running (or just became active): the slot that holds it kills its process group and records the cancel.
-    const state = await this.deps.store.requestCancel(cardId);
+    const state = await this.deps.store.requestCancel(cardId, options.reason);
     if (state === undefined) return { ok: false, code: 'CARD_NOT_FOUND', message: `no card ${cardId}` };
     if (isTerminalCardState(state)) return { ok: false, code: 'CARD_STATE', state, message: `card ${cardId} is already ${state}` };
     return { ok: true, state };

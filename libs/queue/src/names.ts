@@ -58,6 +58,16 @@ export const keys = {
   keyRunning: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:key:${key}:running`,
   keyWaiting: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:key:${key}:waiting`,
   keyParked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:key-parked`,
+  /**
+   * One run per PR (supersede.ts in libs/contracts): the newest card of a lane's supersede key (its
+   * id, written with the newest card's record; it expires after SUPERSEDE_LATEST_TTL_MS), and the
+   * same three sets as a concurrency key's, with a limit of one, for the cards of the key admitted
+   * to run, waiting for it, and all of the lane's parked so.
+   */
+  supersedeLatest: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:supersede:${key}:latest`,
+  supersedeRunning: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:supersede:${key}:running`,
+  supersedeWaiting: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:supersede:${key}:waiting`,
+  supersedeParked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:supersede-parked`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,

@@ -78,7 +78,7 @@ describe('key-limit scripts (real Redis)', () => {
     expect(replies.filter((r) => r.decision === 'admit')).toHaveLength(MAX);
     expect(replies.filter((r) => r.decision === 'park')).toHaveLength(40 - MAX);
     expect(await redis.scard(keys.keyRunning(lane, key))).toBe(MAX);
-    expect(await limits.parkedCount(lane)).toBe(40 - MAX);
+    expect((await limits.parkedCounts(lane)).concurrency).toBe(40 - MAX);
     // A parked card says so in its record, and stays queued.
     const parked = cards.find((_, i) => replies[i]!.decision === 'park')!;
     expect(await store.get(parked.card.id)).toMatchObject({ state: 'queued', stateDetail: KEY_LIMIT_WAITING });
@@ -152,7 +152,7 @@ describe('key-limit scripts (real Redis)', () => {
     expect(await limits.parkedAmong(lane, [parked.card.id, running.card.id])).toEqual(new Set([parked.card.id]));
     expect(await limits.parkedAmong(lane, [])).toEqual(new Set());
     expect((await store.transition(parked.card, { to: 'cancelled', attempt: 0, message: 'cancelled before it ran' }, { kind: 'board' })).ok).toBe(true);
-    expect(await limits.parkedCount(lane)).toBe(0);
+    expect(await limits.parkedCounts(lane)).toEqual({ concurrency: 0, supersede: 0 });
     expect(await redis.zcard(keys.keyWaiting(lane, 'k'))).toBe(0);
     expect(await redis.hmget(keys.card(parked.card.id), 'stateDetail', 'keyWaiting', 'keyParked', 'keyWaitingSince')).toEqual([null, null, null, null]);
   });

@@ -72,6 +72,7 @@ export {
   type KeyAdmissionDecision,
   type KeyAdmissionSnapshot,
 } from './key-admission.js';
+export { evaluateSupersede, type SupersedeDecision } from './supersede.js';
 export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
 export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {
