@@ -317,6 +317,47 @@ describe('LaneQueues on real Redis', () => {
     await redis.del(keys.callbacks());
   });
 
+  it.each(JOB_WRITERS)(
+    "a card with a supersede key cancels its key's earlier card not yet started, in a batch or one by one; a running one only with cancel-running (job by $writer)",
+    async ({ writeJobs }) => {
+      const { queues, queue, card } = laneQueues({ writeJobs });
+      const [a, b, c] = [card({ supersedeKey: 'acme/web#1' }), card({ supersedeKey: 'acme/web#1' }), card({ supersedeKey: 'acme/web#1' })];
+      await queues.enqueue(a);
+      // Another key and a card without one are left alone.
+      const [other, plain] = [card({ supersedeKey: 'acme/web#2' }), card()];
+      expect((await queues.enqueueMany([b, other, plain, c])).ok).toBe(true);
+      for (const [old, by] of [
+        [a, b],
+        [b, c],
+      ] as const) {
+        const record = (await store.get(old.id))!;
+        expect(record.state).toBe('cancelled');
+        expect(record.history.at(-1)?.message).toBe(`superseded by ${by.id}`);
+        expect(await queue.getJob(old.id)).toBeUndefined();
+      }
+      for (const kept of [c, other, plain]) expect((await store.get(kept.id))!.state).toBe('queued');
+      expect(await redis.get(keys.supersedeLatest(c.lane, 'acme/web#1'))).toBe(c.id);
+      expect(await redis.pttl(keys.supersedeLatest(c.lane, 'acme/web#1'))).toBeGreaterThan(0);
+      // c runs, as a worker holds it: BullMQ's lock under the run's token, the card moved to running.
+      const run = async (x: Card) => {
+        await redis.set(keys.jobLock(x.lane, x.id), 'tok');
+        expect((await store.transition(x, { to: 'running', attempt: 1, message: 'slot s' }, { kind: 'run', token: 'tok' })).ok).toBe(true);
+      };
+      await run(c);
+      // A newer card with cancel-running asks it to stop, saying why.
+      const d = card({ supersedeKey: 'acme/web#1', supersede: 'cancel-running' });
+      await queues.enqueue(d);
+      expect(await redis.hmget(keys.card(c.id), 'state', 'cancelReason')).toEqual(['running', `superseded by ${d.id}`]);
+      expect(await redis.hget(keys.card(c.id), 'cancelRequestedAt')).not.toBeNull();
+      // By default (the lane's "queued"), a running card is left to finish.
+      const first = card({ supersedeKey: 'acme/web#3' });
+      await queues.enqueue(first);
+      await run(first);
+      await queues.enqueue(card({ supersedeKey: 'acme/web#3' }));
+      expect(await redis.hmget(keys.card(first.id), 'state', 'cancelRequestedAt', 'cancelReason')).toEqual(['running', null, null]);
+    },
+  );
+
   it("enqueueMany with BullMQ's add writes the records and the jobs in one MULTI: one round trip, atomic", async () => {
     const { queues, queue, card } = laneQueues({ writeJobs: false });
     // Scripts loaded first (ioredis loads a script it has not sent before in a round trip of its own).
