@@ -2,7 +2,7 @@
  * Time to the agent's first instruction: `POST /v1/cards` → the first line of the agent's code,
  * beside a bare BullMQ `Queue.add` → `Worker` → `spawn` of the same agent, in one run.
  *
- *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--stack-process own|shared] [--lanes-only]
+ *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--stack-process own|shared] [--other DIR] [--lanes-only]
  *
  * The agent is a bash script whose first act appends its card id and `$EPOCHREALTIME` (the wall
  * clock in µs, read without a fork) to a file; after it, it sleeps W ms (default 0) as the rest of
@@ -24,6 +24,10 @@
  * 2. Backlog: R rounds per side, alternating which side goes first; each round enqueues B cards in
  *    one request (`POST {cards:[B]}` / `Queue.addBulk`), so every slot is busy at once and the rest
  *    wait; every card of the round counts, from the moment its request was sent.
+ *
+ * `--other DIR` adds a third side, alternated with the two: the same stack from another checkout
+ * (a copy of the code before a change, with its own node_modules/@lanes links), on a lane of its own
+ * on the same redis-server, so a change's before and after are measured in one run.
  *
  * Targets (issue 29): p50 ≤ 1.5× bare and p99 ≤ 2× bare, idle and under backlog.
  * `--lanes-only` runs the lanes side alone, for `node --cpu-prof`.
@@ -50,6 +54,7 @@ const { values } = parseArgs({
     'work-ms': { type: 'string', default: '0' },
     warmup: { type: 'string', default: '40' },
     'stack-process': { type: 'string', default: 'own' },
+    other: { type: 'string' },
     'lanes-only': { type: 'boolean', default: false },
   },
 });
@@ -139,9 +144,11 @@ async function startBareWorker(): Promise<BareWorker> {
   };
 }
 
-type Side = 'lanes' | 'bare';
-const samples: Record<'idle' | 'backlog', Record<Side, number[]>> = { idle: { lanes: [], bare: [] }, backlog: { lanes: [], bare: [] } };
+type Side = 'lanes' | 'other' | 'bare';
+const samples: Record<'idle' | 'backlog', Record<Side, number[]>> = { idle: { lanes: [], other: [], bare: [] }, backlog: { lanes: [], other: [], bare: [] } };
 const roundRatios: Array<{ p50: number; p99: number }> = [];
+const OTHER = values.other;
+const LANE_OTHER = 'first-other';
 
 try {
   const bareQueue = LANES_ONLY ? undefined : new Queue(BARE, { connection: conn, prefix: QUEUE_PREFIX });
@@ -151,6 +158,22 @@ try {
   const sandboxDir = join(dir, 'stack');
   const httpAgent = new Agent({ keepAlive: true });
   /** The stack and how to POST to it: in a process of its own over node:http (the default), or in this one over fetch. */
+  const viaHttp = (c: { url?: string; stop(): Promise<void> }) => ({ post: (body: unknown) => postJson(httpAgent, c.url!, '/v1/cards', body), stop: () => c.stop() });
+  const otherStack = OTHER
+    ? viaHttp(
+        await startStackProcess(
+          {
+            redisUrl: redis.url,
+            lanes: [{ ...lanes[0]!, name: LANE_OTHER }],
+            parts: { api: true, worker: true, supervisor: true },
+            provider: 'local',
+            heartbeatIntervalMs,
+            sandboxDir: join(dir, 'other'),
+          },
+          OTHER,
+        ),
+      )
+    : undefined;
   const stack = STACK_SHARED
     ? await startTestStack(redis.url, lanes, { sandboxDir, heartbeatIntervalMs }).then((t) => ({
         post: (body: unknown) => t.api.request('POST', '/v1/cards', body),
@@ -167,9 +190,10 @@ try {
   const send = async (side: Side, count: number): Promise<Map<string, number>> => {
     const ids = Array.from({ length: count }, () => `${side}-${n++}`);
     const t0 = wallMs();
-    if (side === 'lanes') {
-      const body = count === 1 ? { id: ids[0], lane: LANE, title: 'first instruction' } : { cards: ids.map((id) => ({ id, lane: LANE, title: 'first instruction' })) };
-      const res = await stack.post(body);
+    if (side !== 'bare') {
+      const lane = side === 'lanes' ? LANE : LANE_OTHER;
+      const body = count === 1 ? { id: ids[0], lane, title: 'first instruction' } : { cards: ids.map((id) => ({ id, lane, title: 'first instruction' })) };
+      const res = await (side === 'lanes' ? stack : otherStack!).post(body);
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
     } else if (count === 1) {
       await bareQueue!.add('card', { title: 'first instruction' }, { jobId: ids[0] });
@@ -182,7 +206,7 @@ try {
   const batch = async (side: Side, count: number): Promise<number[]> => {
     const since = Date.now();
     const sent = await send(side, count);
-    await untilCompleted(side === 'lanes' ? queueName(LANE) : BARE, [...sent.keys()], since);
+    await untilCompleted(side === 'bare' ? BARE : queueName(side === 'lanes' ? LANE : LANE_OTHER), [...sent.keys()], since);
     const stamps = readStamps();
     return [...sent].map(([id, t0]) => {
       const at = stamps.get(id);
@@ -190,7 +214,7 @@ try {
       return at - t0;
     });
   };
-  const sides: Side[] = LANES_ONLY ? ['lanes'] : ['lanes', 'bare'];
+  const sides: Side[] = [...(['lanes'] as const), ...(OTHER ? (['other'] as const) : []), ...(LANES_ONLY ? [] : (['bare'] as const))];
   try {
     // Warm-up, untimed: JIT, live sandboxes, the bash binary in the page cache.
     for (const side of sides) {
@@ -198,12 +222,12 @@ try {
       for (let i = 0; i < 10; i++) await batch(side, 1);
     }
     for (let i = 0; i < IDLE; i++) {
-      const order = i % 2 === 0 ? sides : [...sides].reverse();
+      const order = [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)];
       for (const side of order) samples.idle[side].push(...(await batch(side, 1)));
     }
     console.error(`idle: ${IDLE} cards per side`);
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? sides : [...sides].reverse();
+      const order = [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)];
       const round: Partial<Record<Side, number[]>> = {};
       for (const side of order) {
         round[side] = await batch(side, BACKLOG);
@@ -214,6 +238,7 @@ try {
     }
   } finally {
     await stack.stop();
+    await otherStack?.stop();
     httpAgent.destroy();
     await bare?.close();
     await bareQueue?.close();
@@ -255,6 +280,21 @@ try {
     console.log(
       `| ${label} | ${pct(l, 50).toFixed(1)} / ${pct(l, 99).toFixed(1)} ms | ${pct(b, 50).toFixed(1)} / ${pct(b, 99).toFixed(1)} ms | ${r50.toFixed(2)}× / ${r99.toFixed(2)}× | p50 ≤ ${TARGET_P50}×, p99 ≤ ${TARGET_P99}× ${ok ? '✔' : '✘'} |`,
     );
+    const o = samples[kind].other;
+    if (o.length > 0) {
+      const o50 = pct(o, 50) / pct(b, 50);
+      const o99 = pct(o, 99) / pct(b, 99);
+      Object.assign(result, {
+        [`${kind}OtherP50Ms`]: Number(pct(o, 50).toFixed(2)),
+        [`${kind}OtherP99Ms`]: Number(pct(o, 99).toFixed(2)),
+        [`${kind}OtherRatioP50`]: Number(o50.toFixed(3)),
+        [`${kind}OtherRatioP99`]: Number(o99.toFixed(3)),
+      });
+      console.log(
+        `| the same, the other checkout (${OTHER}) | ${pct(o, 50).toFixed(1)} / ${pct(o, 99).toFixed(1)} ms | ${pct(b, 50).toFixed(1)} / ${pct(b, 99).toFixed(1)} ms | ${o50.toFixed(2)}× / ${o99.toFixed(2)}× | |`,
+      );
+      console.log(`| the same, this checkout / the other | | | ${(pct(l, 50) / pct(o, 50)).toFixed(2)}× / ${(pct(l, 99) / pct(o, 99)).toFixed(2)}× | |`);
+    }
   }
   if (roundRatios.length > 0) {
     console.log(`\nbacklog, per round (lanes / bare): ${roundRatios.map((r, i) => `${i + 1}: p50 ${r.p50.toFixed(2)}×, p99 ${r.p99.toFixed(2)}×`).join('; ')}`);

@@ -14,8 +14,10 @@ export interface StackChild {
 
 type Op = StackProcessRequest extends infer R ? (R extends { op: infer O } ? O : never) : never;
 
-export async function startStackProcess(config: StackProcessConfig): Promise<StackChild> {
-  const child = fork(new URL('./stack-process.ts', import.meta.url).pathname, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** `checkout`: another checkout's bench/stack-process.ts (and so its code), e.g. a copy of an older commit. */
+export async function startStackProcess(config: StackProcessConfig, checkout?: string): Promise<StackChild> {
+  const script = checkout ? `${checkout}/bench/stack-process.ts` : new URL('./stack-process.ts', import.meta.url).pathname;
+  const child = fork(script, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const ready = await new Promise<StackProcessReady>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`stack process exited ${code} before it was ready`)));
