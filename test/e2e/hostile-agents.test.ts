@@ -238,7 +238,7 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     expect(card.state).toBe('done');
     const env = (card.result as { env: Record<string, string> }).env;
     for (const secret of secrets) expect(JSON.stringify(env)).not.toContain(secret);
-    const unexpected = Object.keys(env).filter((k) => !/^(LANES_|PATH$|HOME$|USER$|LOGNAME$|SHELL$|LANG|LC_|TZ$|TERM$|TMPDIR$|PWD$|SHLVL$|_$|OLDPWD$)/.test(k));
+    const unexpected = Object.keys(env).filter((k) => !/^(LANES_|PATH$|HOME$|USER$|LOGNAME$|SHELL$|LANG|LC_|TZ$|TERM$|TMPDIR$|PWD$|SHLVL$|_$|OLDPWD$|TRACEPARENT$)/.test(k));
     expect(unexpected).toEqual([]);
   });
 

@@ -19,6 +19,7 @@ import { eventRoutes, type EventStreamOptions, type EventStreamStats } from './r
 import { healthRoutes } from './routes/health.js';
 import { laneRoutes } from './routes/lanes.js';
 import { statusPageRoutes } from './status-page/status-page.js';
+import { registerRequestTracing } from './request-trace.js';
 
 /** Bulk posts of large prompts fit; anything bigger is refused with 413. */
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -146,6 +147,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
   app.addHook('onRequest', createEdgeHook({ open }));
   app.addHook('onRequest', createAuthHook(tokens));
+  registerRequestTracing(app);
 
   const statusDeps = { queues, store, fleet, lanes };
   healthRoutes(app, { full });

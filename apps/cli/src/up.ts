@@ -6,6 +6,7 @@ import { parseEnv } from '@lanes/contracts';
 import { parseTokens } from '@lanes/api';
 import { redactRedisUrl } from '@lanes/queue';
 import { createProviderRegistry } from '@lanes/sandbox';
+import { startTracing } from '@lanes/tracing';
 import { loadConfig } from './config-load.js';
 import { checkProviderCredentials } from './provider-check.js';
 import { STATE_DIR } from './paths.js';
@@ -26,6 +27,9 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   const parts = { api: true, worker: true, supervisor: true, ...options.parts };
   const usesProviders = parts.worker || parts.supervisor;
   if (usesProviders) checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
+  // Before any part is built: queues and workers take BullMQ's telemetry option only with tracing on.
+  const tracing = await startTracing({ env, serviceName: serviceNameOf(parts) });
+  if (tracing.enabled) log.info({ event: 'tracing.started' }, 'OpenTelemetry traces are exported over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));
   const tokens = parseTokens(settings.LANES_API_TOKENS);
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
@@ -63,6 +67,7 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
     });
   } catch (err) {
     await redis.stop();
+    await tracing.shutdown();
     throw err;
   }
   log.info({ event: 'stack.started', config: source, redis: redactRedisUrl(redis.url), redisSource: redis.source, url: stack.url }, 'lanes is up');
@@ -96,5 +101,13 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   });
   await stack.stop();
   await redis.stop();
+  // Last: the stop's own spans (cards handed back) are flushed too.
+  await tracing.shutdown();
   return 0;
+}
+
+/** service.name unless OTEL_SERVICE_NAME says otherwise: `lanes` for the whole stack, else the parts this process runs. */
+function serviceNameOf(parts: Required<NonNullable<StackOptions['parts']>>): string {
+  const running = (['api', 'worker', 'supervisor'] as const).filter((p) => parts[p]);
+  return running.length === 3 ? 'lanes' : `lanes-${running.join('-')}`;
 }

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Span } from '@lanes/tracing';
 import { LaneEventSchema, type CallbackAllowRule, type LaneEvent } from '@lanes/contracts';
 import { ackCallbacks, keys, type CardStore } from '@lanes/queue';
 import {
@@ -15,6 +16,7 @@ import {
 } from './callback-policy.js';
 import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
 import { carryOldCallbacks } from './callback-upgrade.js';
+import { inCallbackSpan, noteCallbackAttempt, traceHeaders } from './callback-trace.js';
 
 /**
  * Consumer group on the callback stream (`keys.callbacks()`: the card script puts there only the
@@ -346,17 +348,25 @@ export class CallbackDispatcher {
     });
   }
 
-  private async deliver(held: Held): Promise<Finish> {
+  /** A delivery, as one `card.callback` span while tracing is on (callback-trace.ts). */
+  private deliver(held: Held): Promise<Finish> {
+    return inCallbackSpan(this.writer!, held, (span) => this.deliverTraced(held, span));
+  }
+
+  private async deliverTraced(held: Held, span: Span | undefined): Promise<Finish> {
     const { event, url } = held;
     const card = await this.deps.store.get(held.cardId);
     if (!card?.callbackUrl) return 'ack';
     const body = JSON.stringify({ event: event.type, at: event.at, deliveryId: held.id, card });
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'x-lanes-event': event.type,
-      [DELIVERY_HEADER]: held.id,
-      'user-agent': 'lanes-callback',
-    };
+    const headers: Record<string, string> = traceHeaders(
+      {
+        'content-type': 'application/json',
+        'x-lanes-event': event.type,
+        [DELIVERY_HEADER]: held.id,
+        'user-agent': 'lanes-callback',
+      },
+      span,
+    );
     const secrets = [this.deps.secret, this.deps.previousSecret].filter((s): s is string => s !== undefined);
     const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback', deliveryId: held.id });
     for (let attempt = 1; ; attempt++) {
@@ -375,6 +385,7 @@ export class CallbackDispatcher {
         target.action === 'unresolved' ? { error: target.reason } : await postTo(url, target, body, headers, this.deps.timeoutMs ?? CALLBACK_TIMEOUT_MS, this.stopping.signal);
       if (!this.running) return 'keep';
       const decision = evaluateCallback(result, attempt, this.deps.retry ?? DEFAULT_CALLBACK_RETRY);
+      noteCallbackAttempt(span, attempt, result, decision);
       switch (decision.action) {
         case 'done':
           log.info({ type: event.type, reason: decision.reason }, 'callback delivered');

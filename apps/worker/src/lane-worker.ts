@@ -5,6 +5,7 @@ import { defaults, type LaneConfig } from '@lanes/contracts';
 import { KeyLimits, QUEUE_PREFIX, queueName, type CardStore, type CasStore, type EventLog, type FleetStore, type LaneQueues, type ReplicaAck } from '@lanes/queue';
 import { bestEffort, type SandboxProvider } from '@lanes/sandbox';
 import { selectRedrive, workerSlotRange, type RedriveTrigger } from '@lanes/supervision';
+import { bullmqTelemetry } from '@lanes/tracing';
 import { warnTo } from './best-effort.js';
 import { wakeMainLoop } from './bullmq-main-loop.js';
 import { LaneBreaker } from './lane-breaker.js';
@@ -231,6 +232,8 @@ export class LaneWorker {
         maxStalledCount: UNLIMITED_STALLS,
         lockDuration: this.lockDurationMs,
         stalledInterval: this.lockDurationMs,
+        // BullMQ's own tracing (bullmq-otel): its `process` span continues the trace the job carries. {} with tracing off.
+        ...bullmqTelemetry(),
       },
     );
     this.worker.on('error', (err) => log.error({ err }, 'bullmq worker error'));

@@ -7,6 +7,7 @@ import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runn
 import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
+import { inResultSpan, inSlotSpan, recordQueueWait, rememberRunTrace, traceLogFields } from './card-trace.js';
 import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
 import { decideCard, withCancelReason, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
 import { jobLogSink } from './job-log.js';
@@ -78,7 +79,8 @@ export function createProcessor(deps: ProcessorDeps) {
       throw err;
     }
     if (!token) throw new IllegalStateError(`BullMQ gave card ${card.id} no lock token`);
-    const log = baseLog.child({ cardId: card.id });
+    const log = baseLog.child({ cardId: card.id, ...traceLogFields() });
+    recordQueueWait(job, lane.name);
     // Over its key's limit, the card is parked before it takes a slot (and this call ends here);
     // one a newer card of its supersede key replaced ends cancelled before it takes one.
     const { keyLimits, jobOf } = deps;
@@ -133,7 +135,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   // need not wait for it: the move's script checks the lock itself. So the two travel together.
   const confirmed = lease.start();
 
-  const ready = await slot.ready();
+  const ready = await inSlotSpan(slot.id, () => slot.ready());
   if (controller.signal.aborted || ready.kind !== 'live') {
     // Every way out before the move is taken only under a confirmed lock, as before.
     if (!(await confirmed)) return leaseLost(run, context);
@@ -183,6 +185,7 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
   run.infraRetries = moved.infraRetries;
   log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
+  rememberRunTrace(deps.redis, card.id, log);
   await deps.replicaAck?.ack();
   // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
   const fencedEarly = lease.fenceDecision();
@@ -221,7 +224,8 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
     if (result.canary) slot.countCardCanary(handle, result.canary);
     outcome = { ...result, ...(b.state === 'open' && b.retryAt ? { breakerRetryAt: b.retryAt } : {}) };
   } else outcome = result;
-  return act(run, context, decide(run, context, outcome));
+  const action = decide(run, context, outcome);
+  return inResultSpan(action, () => act(run, context, action));
 }
 
 /**

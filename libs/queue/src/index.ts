@@ -13,6 +13,7 @@ export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-
 export { appendJobLog } from './job-log-append.js';
 export { CardOutput, trimOutputTail, type OutputEntry, type OutputPage } from './card-output.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
+export { CARD_TRACE_FIELD, cardTrace, rememberCardTrace, withTraceMetadata, withTraceOption } from './job-trace.js';
 export {
   LaneQueues,
   REDRIVE_HANDOVER_MS,

@@ -1,5 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis, Result } from 'ioredis';
+import { bullmqTelemetry } from '@lanes/tracing';
 import {
   CardSchema,
   DEFAULT_SUPERSEDE_MODE,
@@ -17,6 +18,7 @@ import { callbackBacklog } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
+import { withTraceMetadata, withTraceOption } from './job-trace.js';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA, jobLayoutOpts } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
 
@@ -121,7 +123,8 @@ export class LaneQueues {
     defineWaitFront(deps.redis);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
-      const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX });
+      // With tracing on, BullMQ's own add carries the caller's trace to the job (job-trace.ts).
+      const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX, ...bullmqTelemetry() });
       queue.on('error', deps.onError ?? (() => undefined));
       this.queues.set(lane.name, queue);
     }
@@ -168,7 +171,7 @@ export class LaneQueues {
     }
     if (cards.length === 0) return { ok: true, results: [] };
     if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
-    const jobOpts = this.writeJobs ? cards.map((card) => jobLayoutOpts(card, this.lanes.get(card.lane)!)) : [];
+    const jobOpts = this.writeJobs ? cards.map((card) => withTraceMetadata(jobLayoutOpts(card, this.lanes.get(card.lane)!))) : [];
     const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax);
     const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
     if (reply.callbackBacklog !== undefined) return { ok: false, callbackBacklog: { length: reply.callbackBacklog, max: this.callbackBacklogMax } };
@@ -188,7 +191,7 @@ export class LaneQueues {
     const multi = (await this.queues.get(cards[0]!.lane)!.getBackend().client).multi();
     multi.runCommand(ENQUEUE_SCRIPT, args);
     for (const card of cards) {
-      const job = new Job(this.queues.get(card.lane)!, card.lane, card, jobOptions(card, this.lanes.get(card.lane)!), card.id);
+      const job = new Job(this.queues.get(card.lane)!, card.lane, card, withTraceOption(jobOptions(card, this.lanes.get(card.lane)!)), card.id);
       // Queued on the MULTI now; its answer comes with exec's.
       job.addJob(multi).catch(() => undefined);
     }

@@ -24,3 +24,13 @@ export function cardEnv(card: Card, lane: Pick<LaneConfig, 'name' | 'env'>, path
   }
   return env;
 }
+
+/**
+ * A command's environment with TRACEPARENT (W3C trace context) naming the card's trace and the
+ * command's span, so an agent that traces joins the card's trace. Added here on purpose, past the
+ * allow-list of the worker's own environment (agent-env.ts in @lanes/sandbox): a TRACEPARENT the
+ * worker itself was started with never reaches an agent. Unchanged without one (tracing off).
+ */
+export function withTraceparent(env: Record<string, string>, traceparent: string | undefined): Record<string, string> {
+  return traceparent === undefined ? env : { ...env, TRACEPARENT: traceparent };
+}

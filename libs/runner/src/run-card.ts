@@ -1,11 +1,13 @@
 import { agentLimits, type Card, type LaneConfig } from '@lanes/contracts';
 import type { OutputStream, SandboxHandle } from '@lanes/sandbox';
-import { cardEnv } from './card-env.js';
+import { cardEnv, withTraceparent } from './card-env.js';
 import { cardPaths, type CardPaths } from './card-paths.js';
 import { checkedCall, checkedExec, type CheckDeps, type CheckedCommand } from './command-check.js';
 import type { RunOutcome, Step } from './run-outcome.js';
 import { readAgentFiles } from './agent-files.js';
 import { lastLine } from './cap-chars.js';
+import { inStepSpan } from './step-span.js';
+import { inSpan } from '@lanes/tracing';
 
 /** The agent protocol: this exit code means "a human must look", like a blocked.json. */
 export const NEEDS_HUMAN_EXIT_CODE = 75;
@@ -41,9 +43,19 @@ export function prepareCard(deps: RunDeps, input: Pick<RunInput, 'card' | 'lane'
 
 /**
  * Runs one card in one sandbox: materialize it (or take `prepared`, a `prepareCard` of the same
- * card and sandbox already under way), run setup then the agent, and interpret the outcome.
+ * card and sandbox already under way), run setup then the agent, and interpret the outcome. With
+ * tracing on, the run is a `card.run` span and each command a `sandbox.exec` span under it.
  */
-export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise<RunOutcome | undefined>): Promise<RunOutcome> {
+export function runCard(deps: RunDeps, input: RunInput, prepared?: Promise<RunOutcome | undefined>): Promise<RunOutcome> {
+  const attributes = { 'lanes.card.id': input.card.id, 'lanes.lane': input.lane.name, 'lanes.attempt': input.attempt, 'lanes.sandbox.id': deps.handle.id };
+  return inSpan('card.run', { attributes }, async (span) => {
+    const outcome = await runSteps(deps, input, prepared);
+    span?.setAttribute('lanes.outcome', outcome.kind);
+    return outcome;
+  });
+}
+
+async function runSteps(deps: RunDeps, input: RunInput, prepared?: Promise<RunOutcome | undefined>): Promise<RunOutcome> {
   const { handle } = deps;
   const { card, lane, attempt, signal, onOutput } = input;
   const paths = cardPaths(handle.workdir, card.id);
@@ -58,7 +70,9 @@ export async function runCard(deps: RunDeps, input: RunInput, prepared?: Promise
   ];
   let last: CheckedCommand | undefined;
   for (const { step, argv, timeoutMs } of steps) {
-    last = await checkedExec(handle, argv, { cwd: paths.workDir, env, timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput }, deps);
+    last = await inStepSpan(handle, step, (traceparent) =>
+      checkedExec(handle, argv, { cwd: paths.workDir, env: withTraceparent(env, traceparent), timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput }, deps),
+    );
     const stop = interruption(last, step);
     if (stop && !(step === 'agent' && stop.kind === 'cancelled' && answered(last) && input.answerOutlivesStop?.())) return stop;
     if (step !== 'agent' && last.verdict !== 'ok') return failed(last, step);

@@ -27,6 +27,9 @@ describe('agentBaseEnv: an allow-list, not a deny-list', () => {
     'NODE_OPTIONS',
     'AWS_SECRET_ACCESS_KEY',
     'GITHUB_TOKEN',
+    // The collector's credentials, and the worker's own trace: an agent's TRACEPARENT is its card's (card-env.ts in @lanes/runner).
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    'TRACEPARENT',
     'ANYTHING_ELSE',
   ])('drops %s', (key) => {
     expect(agentBaseEnv({ [key]: 'secret', PATH: '/bin' })).toEqual({ PATH: '/bin' });

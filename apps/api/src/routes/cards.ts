@@ -18,6 +18,7 @@ import {
 import type { CardOutput, CardStore, LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
 import { inScope, type Principal } from '../edge/principal.js';
+import { inEnqueueSpan } from '../request-trace.js';
 
 export interface CardRoutesDeps {
   queues: LaneQueues;
@@ -96,7 +97,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   app.post('/v1/cards', async (request, reply) => {
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
-    const out = await queues.enqueueMany(cards);
+    const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
     if (!out.ok && 'callbackBacklog' in out) {
       const { length, max } = out.callbackBacklog;
       throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);

@@ -1,0 +1,80 @@
+import { context, propagation, trace } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
+
+/**
+ * The tracer name of every span lanes starts itself (BullMQ's own spans are under `bullmq`).
+ */
+export const TRACER_NAME = 'lanes';
+
+export interface TracingOptions {
+  /** The process environment: OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) turns tracing on; OTEL_SERVICE_NAME names it. */
+  env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Exports here instead of over OTLP, each span as it ends (tests: an InMemorySpanExporter).
+   * Tracing is on whatever `env` says.
+   */
+  exporter?: SpanExporter;
+  /** service.name when OTEL_SERVICE_NAME is unset. */
+  serviceName?: string;
+}
+
+/** A started tracer provider; `shutdown` flushes what is batched and turns tracing off again. */
+export interface Tracing {
+  readonly enabled: boolean;
+  shutdown(): Promise<void>;
+}
+
+let enabled = false;
+
+/** Whether this process records spans. Callers test it first, so with tracing off a card costs no span object and no context switch. */
+export function tracingEnabled(): boolean {
+  return enabled;
+}
+
+/** Whether the environment asks for OTLP export (the OTel SDK's own variables). */
+export function otlpEndpointOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+}
+
+const OFF: Tracing = { enabled: false, shutdown: async () => undefined };
+
+/**
+ * Starts the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (or an exporter is given):
+ * a Node tracer provider (AsyncLocalStorage context, W3C trace-context propagation) that exports
+ * over OTLP http/protobuf in batches. Otherwise nothing is loaded: the SDK modules are imported
+ * only here, and the API's global tracer stays the no-op one. Call once, before the stack's parts
+ * are built (they read `tracingEnabled()` when they make their queues and workers).
+ */
+export async function startTracing(options: TracingOptions): Promise<Tracing> {
+  const endpoint = otlpEndpointOf(options.env);
+  if (!options.exporter && !endpoint) return OFF;
+  if (enabled) throw new Error('tracing is already started in this process');
+  const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor }, { resourceFromAttributes }] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+  ]);
+  let processor: InstanceType<typeof BatchSpanProcessor> | InstanceType<typeof SimpleSpanProcessor>;
+  if (options.exporter) processor = new SimpleSpanProcessor(options.exporter);
+  else {
+    // The exporter reads the endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables itself.
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+    processor = new BatchSpanProcessor(new OTLPTraceExporter());
+  }
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': options.env.OTEL_SERVICE_NAME || options.serviceName || 'lanes' }),
+    spanProcessors: [processor],
+  });
+  provider.register();
+  enabled = true;
+  return {
+    enabled: true,
+    async shutdown() {
+      enabled = false;
+      await provider.shutdown();
+      // Back to the no-op globals, so a later start (another test) registers afresh.
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}

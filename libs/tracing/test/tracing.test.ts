@@ -1,0 +1,101 @@
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  activeTraceMetadata,
+  activeTraceparent,
+  bullmqTelemetry,
+  contextOfTraceMetadata,
+  contextOfTraceparent,
+  inSpan,
+  otlpEndpointOf,
+  startTracing,
+  tracingEnabled,
+  traceparentOf,
+  type Tracing,
+} from '../src/index.js';
+
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/;
+
+describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT): nothing started, nothing recorded', () => {
+  it('starts no SDK and leaves every helper a pass-through', async () => {
+    const tracing = await startTracing({ env: {} });
+    expect(tracing.enabled).toBe(false);
+    expect(tracingEnabled()).toBe(false);
+    expect(bullmqTelemetry()).toEqual({});
+    expect(await inSpan('x', {}, async (span) => span)).toBeUndefined();
+    expect(activeTraceparent()).toBeUndefined();
+    expect(activeTraceMetadata()).toBeUndefined();
+    expect(contextOfTraceparent('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01')).toBeUndefined();
+    await tracing.shutdown();
+  });
+
+  it.each([
+    [{}, undefined],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: '' }, undefined],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, 'http://collector:4318'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces' }, 'http://c:4318/v1/traces'],
+  ])('otlpEndpointOf(%j) is %s', (env, endpoint) => {
+    expect(otlpEndpointOf(env)).toBe(endpoint);
+  });
+});
+
+describe('tracing on', () => {
+  let tracing: Tracing | undefined;
+  // A shutdown stops its exporter too: each test has its own.
+  let exporter: InMemorySpanExporter;
+  beforeEach(() => {
+    exporter = new InMemorySpanExporter();
+  });
+  afterEach(async () => {
+    await tracing?.shutdown();
+    tracing = undefined;
+  });
+
+  it('nests spans through awaits and names the active one as a W3C traceparent', async () => {
+    tracing = await startTracing({ env: {}, exporter });
+    const seen = await inSpan('outer', {}, async (outer) =>
+      inSpan('inner', { attributes: { k: 'v' } }, async (inner) => {
+        await new Promise((r) => setImmediate(r));
+        return { outer: traceparentOf(outer), inner: traceparentOf(inner), active: activeTraceparent() };
+      }),
+    );
+    expect(seen.inner).toMatch(TRACEPARENT);
+    expect(seen.active).toBe(seen.inner);
+    const [inner, outer] = exporter.getFinishedSpans();
+    expect(inner!.name).toBe('inner');
+    expect(inner!.parentSpanContext?.spanId).toBe(outer!.spanContext().spanId);
+    expect(inner!.spanContext().traceId).toBe(outer!.spanContext().traceId);
+  });
+
+  it('carries the context through a traceparent and through BullMQ telemetry metadata', async () => {
+    tracing = await startTracing({ env: {}, exporter });
+    const { traceparent, metadata } = await inSpan('enqueue', {}, async () => ({ traceparent: activeTraceparent(), metadata: activeTraceMetadata() }));
+    expect(JSON.parse(metadata!)).toEqual({ traceparent });
+    const traceId = traceparent!.split('-')[1];
+    for (const parent of [contextOfTraceparent(traceparent), contextOfTraceMetadata(metadata)]) {
+      await inSpan('run', { parent: parent! }, async () => undefined);
+      expect(exporter.getFinishedSpans().at(-1)!.spanContext().traceId).toBe(traceId);
+    }
+    expect(contextOfTraceMetadata('not json')).toBeUndefined();
+    expect(contextOfTraceparent('00-garbage')).toBeUndefined();
+  });
+
+  it('marks a throw an error unless throwing is how the step answers', async () => {
+    tracing = await startTracing({ env: {}, exporter });
+    await expect(inSpan('fails', {}, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(inSpan('answers', { errorOnThrow: false }, async () => Promise.reject(new Error('delayed')))).rejects.toThrow('delayed');
+    const [fails, answers] = exporter.getFinishedSpans();
+    expect(fails!.status).toMatchObject({ code: 2, message: 'boom' });
+    expect(answers!.status.code).toBe(0);
+  });
+
+  it('is started once per process, and off again after shutdown', async () => {
+    tracing = await startTracing({ env: {}, exporter });
+    expect(bullmqTelemetry().telemetry).toBeDefined();
+    await expect(startTracing({ env: {}, exporter })).rejects.toThrow('already started');
+    await tracing.shutdown();
+    tracing = undefined;
+    expect(tracingEnabled()).toBe(false);
+    expect(await inSpan('after', {}, async (span) => span)).toBeUndefined();
+  });
+});
