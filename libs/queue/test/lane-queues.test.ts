@@ -341,7 +341,7 @@ describe('LaneQueues on real Redis', () => {
       // c runs, as a worker holds it: BullMQ's lock under the run's token, the card moved to running.
       const run = async (x: Card) => {
         await redis.set(keys.jobLock(x.lane, x.id), 'tok');
-        expect((await store.transition(x, { to: 'running', attempt: 1, message: 'slot s' }, { kind: 'run', token: 'tok' })).ok).toBe(true);
+        expect((await store.transition(x, { to: 'running', attempt: 1, sandboxId: 'sb-1', message: 'slot s' }, { kind: 'run', token: 'tok' })).ok).toBe(true);
       };
       await run(c);
       // A newer card with cancel-running asks it to stop, saying why.
