@@ -136,9 +136,24 @@ export class Slot {
       const result = await this.spawning;
       this.spawning = undefined;
       if (result.kind !== 'retry') return result;
-      const backoff = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
-      if (backoff.action === 'wait') await this.deps.sleep(backoff.delayMs, this.stopping.signal);
+      await this.backOff();
     }
+  }
+
+  /**
+   * The respawn plan, in one place: each death (a live sandbox found dead, a create or a preparation
+   * that failed) is counted in the slot's history, and before the next create the slot waits out
+   * the backoff that history calls for (evaluateRespawn), or until it is stopped.
+   */
+  private countDeath(): void {
+    this.deaths = recordDeath(this.deaths, this.deps.now(), this.deps.lane.respawn);
+  }
+
+  private async backOff(): Promise<void> {
+    const decision = evaluateRespawn(this.deaths, this.deps.lane.respawn, this.deps.now());
+    if (decision.action !== 'wait') return;
+    this.deps.log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
+    await this.deps.sleep(decision.delayMs, this.stopping.signal);
   }
 
   /**
@@ -195,82 +210,94 @@ export class Slot {
     // A stopping slot terminates its sandbox anyway; there is nothing to respawn.
     if (this.stopped) return;
     this.apply({ type: 'dead', observedExitCode }, false);
-    this.deaths = recordDeath(this.deaths, now(), lane.respawn);
+    this.countDeath();
     log.warn({ event: 'sandbox.dead', sandboxId: old?.id, observedExitCode, reason }, 'sandbox.dead');
     void events
       .append({ type: 'sandbox.dead', at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: old?.id, data: { observedExitCode, reason } })
       .catch(() => undefined);
     if (old) this.deps.record({ ...this.recordOf(old), state: 'dead', deadAt: new Date(now()).toISOString(), observedExitCode, reason });
     this.deps.onChange(this);
-    const decision = evaluateRespawn(this.deaths, lane.respawn, now());
     this.spawning = (async (): Promise<SpawnResult> => {
       if (old) await this.deps.terminator.terminate(old.id, 'dead');
-      if (decision.action === 'wait') {
-        log.info({ delayMs: decision.delayMs, reason: decision.reason }, 'respawn backoff');
-        await this.deps.sleep(decision.delayMs, this.stopping.signal);
-      }
+      await this.backOff();
       return this.spawn(true);
     })();
   }
 
-  /** Creates a sandbox from the base image, re-applies file sync, and passes the canary before it is live. */
+  /**
+   * Creates a sandbox from the base image, re-applies file sync, and passes the canary before it is
+   * live. A slot stopped meanwhile makes no sandbox, or terminates the one it made, at each await.
+   */
   private async spawn(respawn: boolean): Promise<SpawnResult> {
-    const { lane, provider, breaker, log, now } = this.deps;
-    if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    const { breaker } = this.deps;
+    if (this.stopped) return this.stoppedReadiness();
     const gate = await breaker.gate();
-    // Halted while the breaker was asked: a stopped slot makes no sandbox and changes no state.
-    if (this.stopped) return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    if (this.stopped) return this.stoppedReadiness();
     if (gate.action === 'wait') {
       this.apply({ type: 'wait-provider' });
       return { kind: 'wait', retryAt: gate.retryAt, reason: gate.reason };
     }
     this.apply({ type: 'spawn', respawn });
-    let handle: SandboxHandle;
+    const created = await this.create();
+    if (!('id' in created)) return created;
+    if (this.stopped) return this.abandon(created, 'created while stopping');
+    const failure = await this.prepare(created);
+    if (failure instanceof Error) {
+      await this.deps.terminator.terminate(created.id, 'misconfigured');
+      return this.misconfigured(failure);
+    }
+    if (failure) return this.failed(failure, created);
+    await breaker.canaryPassed();
+    if (this.stopped) return this.abandon(created, 'prepared while stopping');
+    return this.goLive(created, respawn);
+  }
+
+  /** Asks the provider for a sandbox, recorded before anything uses it; a failure is a misconfiguration or a death. */
+  private async create(): Promise<SandboxHandle | SpawnResult> {
+    const { lane, provider, now } = this.deps;
     const createdAt = now();
+    let handle: SandboxHandle;
     try {
       handle = await provider.create(
-        {
-          image: lane.image,
-          tags: { lane: lane.name, slot: this.id, worker: this.deps.workerId },
-          env: lane.env,
-          secrets: lane.secrets,
-          timeoutMs: lane.sandboxLifetimeMs,
-        },
+        { image: lane.image, tags: { lane: lane.name, slot: this.id, worker: this.deps.workerId }, env: lane.env, secrets: lane.secrets, timeoutMs: lane.sandboxLifetimeMs },
         { connectTimeoutMs: lane.connectTimeoutMs },
       );
     } catch (err) {
-      if (isConfigError(err)) return this.misconfigured(err);
-      await breaker.failure(String(err));
-      this.deaths = recordDeath(this.deaths, now(), lane.respawn);
-      log.warn({ err, event: 'sandbox.create-failed' }, 'sandbox create failed');
-      return { kind: 'retry', reason: String(err) };
+      return isConfigError(err) ? this.misconfigured(err) : this.failed(String(err));
     }
     // Recorded before anything uses it (file sync, canary): a worker that dies from here on leaves a
     // sandbox the supervisor can still attribute, and reap, when the provider lists it without tags.
     this.deps.record({ ...this.recordOf(handle), state: 'creating' });
     this.sandboxCreatedAt = createdAt;
-    if (this.stopped) {
-      await bestEffort('terminate sandbox created while stopping', () => handle.terminate(), warnTo(log));
-      return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
+    return handle;
+  }
+
+  /** A create or a preparation failed: the breaker hears of it, it counts as a death, and the new sandbox (if any) goes. */
+  private async failed(reason: string, handle?: SandboxHandle): Promise<SpawnResult> {
+    await this.deps.breaker.failure(reason);
+    this.countDeath();
+    if (!handle) {
+      this.deps.log.warn({ err: reason, event: 'sandbox.create-failed' }, 'sandbox create failed');
+      return { kind: 'retry', reason };
     }
-    const failure = await this.prepare(handle);
-    if (failure instanceof Error) {
-      await this.deps.terminator.terminate(handle.id, 'misconfigured');
-      return this.misconfigured(failure);
-    }
-    if (failure) {
-      await breaker.failure(failure);
-      this.deaths = recordDeath(this.deaths, now(), lane.respawn);
-      log.warn({ sandboxId: handle.id, reason: failure }, 'new sandbox failed its preparation');
-      await this.deps.terminator.terminate(handle.id, 'failed its preparation');
-      return { kind: 'retry', reason: failure };
-    }
-    await breaker.canaryPassed();
-    if (this.stopped) {
-      // Halted while the canary ran: this sandbox never goes live.
-      await bestEffort('terminate sandbox prepared while stopping', () => handle.terminate(), warnTo(log));
-      return { kind: 'wait', retryAt: now(), reason: 'slot stopped' };
-    }
+    this.deps.log.warn({ sandboxId: handle.id, reason }, 'new sandbox failed its preparation');
+    await this.deps.terminator.terminate(handle.id, 'failed its preparation');
+    return { kind: 'retry', reason };
+  }
+
+  /** A sandbox made while the slot was being stopped never goes live. */
+  private async abandon(handle: SandboxHandle, why: string): Promise<SpawnResult> {
+    await bestEffort(`terminate sandbox ${why}`, () => handle.terminate(), warnTo(this.deps.log));
+    return this.stoppedReadiness();
+  }
+
+  private stoppedReadiness(): SpawnResult {
+    return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
+  }
+
+  /** The sandbox passed its canary: recorded live (replacing a dead one, if so), announced, and the slot's. */
+  private async goLive(handle: SandboxHandle, respawn: boolean): Promise<SpawnResult> {
+    const { lane, log, now } = this.deps;
     const replaced = this.dead?.sandboxId;
     if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
     this.deps.record({ ...this.recordOf(handle), state: 'live', liveAt: new Date(now()).toISOString() });
