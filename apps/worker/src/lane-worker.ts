@@ -99,7 +99,13 @@ export class LaneWorker {
     // A take goes out at once, before the card's move to running: a running card is always shown in
     // its slot. A release may wait; the next take or the interval's end carries it.
     this.pool = new SlotPool({
-      onChange: (slot, change) => (change === 'take' ? this.cardChanges.now(slot) : this.cardChanges.changed(slot)),
+      onChange: (slot, change) => {
+        if (change !== 'take') return this.cardChanges.changed(slot);
+        this.cardChanges.now(slot);
+        // The last free slot taken on a lane that may still grow here: the scaler looks at the queue now.
+        const slots = this.pool.slots;
+        if (!this.stopping && slots.length < workerSlotRange(lane).ceiling && slots.every((s) => s.cardId !== undefined)) this.scaler.demandRose();
+      },
       grow: (reason) => this.addSlot(reason, true),
     });
     this.scaler = new SlotScaler({

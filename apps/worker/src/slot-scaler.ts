@@ -38,6 +38,18 @@ export class SlotScaler {
     return (this.inFlight ??= this.run().finally(() => (this.inFlight = undefined)));
   }
 
+  /**
+   * A card took this worker's last free slot while the lane may grow here: tick now, not at the next
+   * heartbeat, so a burst's slots start at once (issue 29: a 200-card burst waited up to a heartbeat,
+   * 2 s, for its first growth). Skipped within the cooldown of the last change, where a tick could
+   * only hold: that would be Redis reads per card for nothing.
+   */
+  demandRose(): void {
+    const { cooldownMs } = this.ctx.lane.slotScaling;
+    if (this.lastChangeAt !== undefined && this.ctx.now() - this.lastChangeAt < cooldownMs) return;
+    this.tick().catch((err: unknown) => this.ctx.log.warn({ err }, 'slot scaling on demand failed'));
+  }
+
   /** A change made outside a tick (a card that found every slot busy) restarts the cooldown. */
   changed(): void {
     this.lastChangeAt = this.ctx.now();

@@ -31,9 +31,25 @@ export function tracingEnabled(): boolean {
   return enabled;
 }
 
-/** Whether the environment asks for OTLP export (the OTel SDK's own variables). */
+/**
+ * Where traces go, from the OTel SDK's own variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is,
+ * else OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`, as the spec says; undefined: no tracing.
+ */
 export function otlpEndpointOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
-  return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  return env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined;
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS (`k=v,k2=v2`, values URL-encoded): the collector's credentials. */
+export function otlpHeadersOf(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const raw = env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || '';
+  return Object.fromEntries(
+    raw
+      .split(',')
+      .map((pair) => pair.split('='))
+      .filter((kv): kv is [string, ...string[]] => kv.length >= 2 && kv[0]!.trim() !== '')
+      .map(([k, ...v]) => [decodeURIComponent(k.trim()), decodeURIComponent(v.join('=').trim())]),
+  );
 }
 
 const OFF: Tracing = { enabled: false, shutdown: async () => undefined };
@@ -56,9 +72,9 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
   let processor: InstanceType<typeof BatchSpanProcessor> | InstanceType<typeof SimpleSpanProcessor>;
   if (options.exporter) processor = new SimpleSpanProcessor(options.exporter);
   else {
-    // The exporter reads the endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables itself.
+    // Endpoint and headers from the environment given (the process's in production), not read behind its back.
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-    processor = new BatchSpanProcessor(new OTLPTraceExporter());
+    processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint!, headers: otlpHeadersOf(options.env) }));
   }
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.env.OTEL_SERVICE_NAME || options.serviceName || 'lanes' }),

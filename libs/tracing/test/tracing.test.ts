@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -8,6 +9,7 @@ import {
   contextOfTraceparent,
   inSpan,
   otlpEndpointOf,
+  otlpHeadersOf,
   startTracing,
   tracingEnabled,
   traceparentOf,
@@ -32,10 +34,16 @@ describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT): nothing started, nothing
   it.each([
     [{}, undefined],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: '' }, undefined],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, 'http://collector:4318'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, 'http://collector:4318/v1/traces'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, 'http://collector:4318/v1/traces'],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces' }, 'http://c:4318/v1/traces'],
   ])('otlpEndpointOf(%j) is %s', (env, endpoint) => {
     expect(otlpEndpointOf(env)).toBe(endpoint);
+  });
+
+  it('reads the collector headers as the SDK does', () => {
+    expect(otlpHeadersOf({ OTEL_EXPORTER_OTLP_HEADERS: 'api-key=a%3Db, x-tenant = t1,broken' })).toEqual({ 'api-key': 'a=b', 'x-tenant': 't1' });
+    expect(otlpHeadersOf({})).toEqual({});
   });
 });
 
@@ -89,6 +97,20 @@ describe('tracing on', () => {
     expect(answers!.status.code).toBe(0);
   });
 
+  it("keeps what an agent wrote (a job's result, its failure reason) off BullMQ's spans", async () => {
+    tracing = await startTracing({ env: {}, exporter });
+    const { telemetry } = bullmqTelemetry();
+    const span = telemetry!.tracer.startSpan('process lane', { kind: 4 });
+    span.setAttributes({ 'bullmq.job.id': 'c1', 'bullmq.job.result': '{"token":"agent-secret"}' });
+    span.addEvent('job failed', { 'bullmq.job.failed.reason': 'agent exited 1: agent-secret' });
+    span.recordException(new Error('agent-secret'));
+    span.end();
+    const [exported] = exporter.getFinishedSpans();
+    expect(exported!.attributes['bullmq.job.id']).toBe('c1');
+    expect(JSON.stringify([exported!.attributes, exported!.events])).not.toContain('agent-secret');
+    expect(exported!.events.map((e) => e.name)).toEqual(['job failed', 'exception']);
+  });
+
   it('is started once per process, and off again after shutdown', async () => {
     tracing = await startTracing({ env: {}, exporter });
     expect(bullmqTelemetry().telemetry).toBeDefined();
@@ -97,5 +119,40 @@ describe('tracing on', () => {
     tracing = undefined;
     expect(tracingEnabled()).toBe(false);
     expect(await inSpan('after', {}, async (span) => span)).toBeUndefined();
+  });
+});
+
+describe('OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
+  it('posts the spans as OTLP http/protobuf to <endpoint>/v1/traces, flushed at shutdown', async () => {
+    const received: Array<{ url: string; type: string; auth: string; body: Buffer }> = [];
+    const collector = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ url: req.url ?? '', type: String(req.headers['content-type']), auth: String(req.headers.authorization), body: Buffer.concat(chunks) });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+    try {
+      const tracing = await startTracing({
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20collector-token', OTEL_SERVICE_NAME: 'lanes-test' },
+      });
+      expect(tracing.enabled).toBe(true);
+      const traceparent = await inSpan('exported.span', {}, async () => activeTraceparent());
+      await tracing.shutdown();
+      expect(received).toHaveLength(1);
+      const [{ url, type, auth, body }] = received as [(typeof received)[0]];
+      expect(url).toBe('/v1/traces');
+      expect(auth).toBe('Bearer collector-token');
+      expect(type).toBe('application/x-protobuf');
+      // Protobuf keeps strings as UTF-8 and ids as raw bytes: the span's name, the service and its trace id are in the body.
+      expect(body.includes(Buffer.from('exported.span'))).toBe(true);
+      expect(body.includes(Buffer.from('lanes-test'))).toBe(true);
+      expect(body.includes(Buffer.from(traceparent!.split('-')[1]!, 'hex'))).toBe(true);
+    } finally {
+      collector.close();
+    }
   });
 });

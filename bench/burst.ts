@@ -1,0 +1,192 @@
+/**
+ * A burst on a lane that idles at zero sandboxes: how long until every one of its N slots runs a
+ * card, beside the provider's own time to make N sandboxes and run the agent in each, in one run.
+ *
+ *   npx tsx --conditions=@lanes/source bench/burst.ts [--max-slots N] [--cards C] [--rounds R] [--work-ms W]
+ *   # defaults 8, 200, 5, 3000
+ *
+ * Lanes: each round starts a fresh stack (API, worker, supervisor; `lanes up`'s heartbeat) in a
+ * process of its own (bench/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
+ * on local sandboxes; waits until `GET /v1/lanes` shows no live sandbox and the slot scaler's
+ * cooldown since boot has passed; then posts C cards in one `POST {cards:[…]}` and times until N
+ * different sandboxes have each started a card. The agent's first act stamps `$EPOCHREALTIME`
+ * and its card file's path (which names the sandbox's workdir); then it works W ms, so a card
+ * holds its slot while the others grow.
+ *
+ * Baseline, alternated round by round with the lanes round (the order swapped every round): the
+ * local provider alone in this process makes N sandboxes at once and runs the same agent once in
+ * each as soon as it exists; timed from the first create until the N-th stamp.
+ *
+ * Target (issue 29): all N slots run cards within 1.3× the provider's own time (medians of rounds).
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaults } from '@lanes/contracts';
+import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
+import { apiClient, startRedis, waitFor } from '../test/harness/index.js';
+import { postJson } from './enqueue-client.js';
+import { startStackProcess } from './stack-client.js';
+
+const { values } = parseArgs({
+  options: {
+    'max-slots': { type: 'string', default: '8' },
+    cards: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '5' },
+    'work-ms': { type: 'string', default: '3000' },
+  },
+});
+const N = Number(values['max-slots']);
+const CARDS = Number(values.cards);
+const ROUNDS = Number(values.rounds);
+const WORK_MS = Number(values['work-ms']);
+const TARGET = 1.3;
+const POLL_MS = 5;
+const HEARTBEAT_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
+/** A round starts only once the boot's slot change is older than the scaler's cooldown: a burst finds a settled lane. */
+const SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
+/** The idle slot the worker boots with lets its sandbox go this soon, so the lane is at zero sandboxes before the burst. */
+const IDLE_RELEASE_MS = 200;
+
+const wallMs = () => performance.timeOrigin + performance.now();
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+const redis = await startRedis();
+const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-burst-'));
+chmodSync(dir, 0o777);
+const stampFile = join(dir, 'stamps');
+writeFileSync(stampFile, '');
+chmodSync(stampFile, 0o666);
+const agent = join(dir, 'agent.sh');
+writeFileSync(agent, `printf '%s %s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" "$LANES_CARD_FILE" >> ${stampFile}\nsleep ${(WORK_MS / 1000).toFixed(3)}\n`);
+chmodSync(agent, 0o755);
+const isolation = detectIsolation();
+
+/** Stamps since `offset` bytes: card id, time (ms), the sandbox's workdir (the card file's path before `/cards/`). */
+function stampsFrom(offset: number): Array<{ id: string; at: number; sandbox: string }> {
+  return readFileSync(stampFile, 'utf8')
+    .slice(offset)
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [id, at, file] = line.split(' ');
+      return { id: id!, at: Number(at) * 1000, sandbox: file!.split('/cards/')[0]! };
+    });
+}
+/** Waits until `n` different sandboxes have stamped since `offset`; answers the time of the n-th one's first stamp. */
+async function nthSandbox(offset: number, n: number, prefix: string): Promise<number> {
+  return waitFor(
+    `${n} sandboxes running ${prefix} cards`,
+    async () => {
+      const first = new Map<string, number>();
+      for (const s of stampsFrom(offset)) if (s.id.startsWith(prefix) && !first.has(s.sandbox)) first.set(s.sandbox, s.at);
+      return first.size >= n ? Math.max(...first.values()) : undefined;
+    },
+    { intervalMs: POLL_MS, timeoutMs: 120_000 },
+  );
+}
+
+/** The provider alone: N sandboxes at once, the agent once in each as soon as it exists. */
+async function providerRound(r: number): Promise<number> {
+  const provider = createLocalProvider({ baseDir: join(dir, `provider-${r}`), isolation });
+  const offset = readFileSync(stampFile, 'utf8').length;
+  const handles: SandboxHandle[] = [];
+  try {
+    const t0 = wallMs();
+    const runs = Array.from({ length: N }, async (_, i) => {
+      const h = await provider.create({ image: 'local', tags: { lane: 'burst', slot: String(i), worker: 'bench' } });
+      handles.push(h);
+      await h.exec(['bash', agent], { env: { LANES_CARD_ID: `p${r}-${i}`, LANES_CARD_FILE: `${h.workdir}/cards/p${r}-${i}/card.json` } });
+    });
+    const at = await nthSandbox(offset, N, `p${r}-`);
+    await Promise.all(runs);
+    return at - t0;
+  } finally {
+    await Promise.all(handles.map((h) => h.terminate()));
+    await provider.close();
+  }
+}
+
+/** A fresh stack whose lane idles at zero sandboxes, then a burst of CARDS. */
+async function lanesRound(r: number, http: Agent): Promise<number> {
+  const lane = `burst-${r}`;
+  const stack = await startStackProcess({
+    redisUrl: redis.url,
+    lanes: [{ name: lane, slots: N, minSlots: 0, maxSlots: N, agent: ['bash', agent], idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 }],
+    parts: { api: true, worker: true, supervisor: true },
+    provider: 'local',
+    heartbeatIntervalMs: HEARTBEAT_MS,
+    sandboxDir: join(dir, `stack-${r}`),
+  });
+  try {
+    const api = apiClient(stack.url!);
+    const bootAt = performance.now();
+    await waitFor(
+      `${lane} at zero live sandboxes`,
+      async () => ((await api.lanes()).find((l) => l.name === lane)?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined,
+      { intervalMs: 50, timeoutMs: 60_000 },
+    );
+    const wait = SETTLE_MS - (performance.now() - bootAt);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const offset = readFileSync(stampFile, 'utf8').length;
+    const cards = Array.from({ length: CARDS }, (_, i) => ({ id: `l${r}-${i}`, lane, title: 'burst' }));
+    const t0 = wallMs();
+    const res = await postJson(http, stack.url!, '/v1/cards', { cards });
+    if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+    return (await nthSandbox(offset, N, `l${r}-`)) - t0;
+  } finally {
+    await stack.stop();
+  }
+}
+
+const http = new Agent({ keepAlive: true });
+try {
+  const rounds: Array<{ lanesMs: number; providerMs: number }> = [];
+  // Warm-up, untimed: the page cache, the provider's and the stack's code.
+  await providerRound(-1);
+  for (let r = 0; r < ROUNDS; r++) {
+    let lanesMs: number;
+    let providerMs: number;
+    if (r % 2 === 0) {
+      lanesMs = await lanesRound(r, http);
+      providerMs = await providerRound(r);
+    } else {
+      providerMs = await providerRound(r);
+      lanesMs = await lanesRound(r, http);
+    }
+    rounds.push({ lanesMs, providerMs });
+    console.error(`round ${r + 1}/${ROUNDS}: lanes ${lanesMs.toFixed(0)} ms, provider alone ${providerMs.toFixed(0)} ms (${(lanesMs / providerMs).toFixed(2)}×)`);
+  }
+  const l = median(rounds.map((x) => x.lanesMs));
+  const p = median(rounds.map((x) => x.providerMs));
+  const ratio = l / p;
+  const load = loadavg().map((x) => Number(x.toFixed(2)));
+  console.log(`\nburst benchmark (local provider, ${isolation}; minSlots 0, maxSlots ${N}; ${CARDS} cards in one POST; ${ROUNDS} rounds; load average ${load.join(' ')})\n`);
+  console.log('| measurement | lanes | provider alone | ratio | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(
+    `| a burst of ${CARDS} on a lane at 0 sandboxes → all ${N} slots running cards; the provider: ${N} sandboxes made at once, each running the agent (median of ${ROUNDS} rounds) | ${l.toFixed(0)} ms | ${p.toFixed(0)} ms | ${ratio.toFixed(2)}× | ≤ ${TARGET}× ${ratio <= TARGET ? '✔' : '✘'} |`,
+  );
+  console.log(`\nper round (lanes / provider alone): ${rounds.map((x, i) => `${i + 1}: ${x.lanesMs.toFixed(0)} / ${x.providerMs.toFixed(0)} ms`).join('; ')}`);
+  console.log(
+    `BENCH_JSON ${JSON.stringify({
+      bench: 'burst',
+      maxSlots: N,
+      cards: CARDS,
+      rounds: ROUNDS,
+      isolation,
+      lanesMs: Math.round(l),
+      providerAloneMs: Math.round(p),
+      ratio: Number(ratio.toFixed(3)),
+      roundLanesMs: rounds.map((x) => Math.round(x.lanesMs)),
+      roundProviderMs: rounds.map((x) => Math.round(x.providerMs)),
+      loadAverage: load,
+    })}`,
+  );
+} finally {
+  http.destroy();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
