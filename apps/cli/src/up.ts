@@ -28,7 +28,11 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   const usesProviders = parts.worker || parts.supervisor;
   if (usesProviders) checkProviderCredentials(config, settings, existsSync(join(homedir(), '.modal.toml')));
   // Before any part is built: queues and workers take BullMQ's telemetry option only with tracing on.
-  const tracing = await startTracing({ env, serviceName: serviceNameOf(parts) });
+  const tracing = await startTracing({
+    env,
+    serviceName: serviceNameOf(parts),
+    onShutdownError: (err) => log.warn({ event: 'tracing.flush-failed', err: String(err) }, 'the last spans could not be exported'),
+  });
   if (tracing.enabled) log.info({ event: 'tracing.started' }, 'OpenTelemetry traces are exported over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));
   const tokens = parseTokens(settings.LANES_API_TOKENS);

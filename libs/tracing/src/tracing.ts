@@ -16,9 +16,11 @@ export interface TracingOptions {
   exporter?: SpanExporter;
   /** service.name when OTEL_SERVICE_NAME is unset. */
   serviceName?: string;
+  /** Told when the last flush at shutdown fails (the collector is down): the process still stops cleanly. */
+  onShutdownError?: (err: unknown) => void;
 }
 
-/** A started tracer provider; `shutdown` flushes what is batched and turns tracing off again. */
+/** A started tracer provider; `shutdown` flushes what is batched and turns tracing off again. It never rejects. */
 export interface Tracing {
   readonly enabled: boolean;
   shutdown(): Promise<void>;
@@ -86,7 +88,8 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     enabled: true,
     async shutdown() {
       enabled = false;
-      await provider.shutdown();
+      // Spans a collector that is away cannot take are lost, not a reason for the process to fail its stop.
+      await provider.shutdown().catch((err: unknown) => options.onShutdownError?.(err));
       // Back to the no-op globals, so a later start (another test) registers afresh.
       trace.disable();
       context.disable();

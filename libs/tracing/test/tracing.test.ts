@@ -123,6 +123,21 @@ describe('tracing on', () => {
 });
 
 describe('OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
+  it('stops cleanly when the collector is away, saying the last spans were lost', async () => {
+    const errors: unknown[] = [];
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const tracing = await startTracing({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }, onShutdownError: (err) => errors.push(err) });
+    await inSpan('lost', {}, async () => undefined);
+    await expect(tracing.shutdown()).resolves.toBeUndefined();
+    expect(String(errors[0])).toContain('ECONNREFUSED');
+    expect(tracingEnabled()).toBe(false);
+  });
+
   it('posts the spans as OTLP http/protobuf to <endpoint>/v1/traces, flushed at shutdown', async () => {
     const received: Array<{ url: string; type: string; auth: string; body: Buffer }> = [];
     const collector = createServer((req, res) => {
