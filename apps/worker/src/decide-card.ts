@@ -22,7 +22,9 @@ export type CardOutcome =
   /** The lane's config cannot make a sandbox: the card waits for a person, as needs-human. */
   | { kind: 'misconfigured'; reason: string }
   /** The run lost its lock: whatever it produced belongs to no one. */
-  | { kind: 'fenced'; reason: string };
+  | { kind: 'fenced'; reason: string }
+  /** Too many runs of the card vanished with their worker (crash-budget.ts): it fails, as an infra failure. */
+  | { kind: 'crash-budget-spent'; reason: string };
 
 export interface RunContext {
   /** 1-based BullMQ attempt of this run, and how many the job has. */
@@ -64,6 +66,8 @@ export function decideCard(
   switch (outcome.kind) {
     case 'fenced':
       return { kind: 'discard', reason: outcome.reason };
+    case 'crash-budget-spent':
+      return { kind: 'fail', move: { ...where, to: 'failed', failedReason: 'infra', message: outcome.reason }, error: outcome.reason };
     case 'done':
       return { kind: 'complete', move: { ...where, to: 'done', result: outcome.result, exitCode: 0 }, result: outcome.result ?? null };
     case 'needs-human':

@@ -4,11 +4,12 @@ import { IllegalStateError, isTerminalCardState, type Card, type CardState, type
 import type { Redis } from 'ioredis';
 import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type KeyLimits, type ReplicaAck } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
-import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
+import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
 import { inResultSpan, inSlotSpan, recordQueueWait, rememberRunTrace, traceLogFields } from './card-trace.js';
-import { CRASHED_RUNS_BUDGET, evaluateCrashBudget } from './crash-budget.js';
+import { CRASHED_RUNS_BUDGET } from './crash-budget.js';
+import { decideStart } from './decide-start.js';
 import { decideCard, withCancelReason, type CardAction, type CardOutcome, type RunContext, type StopReason } from './decide-card.js';
 import { jobLogSink } from './job-log.js';
 import { admitByKey, releaseByKey } from './key-gate.js';
@@ -125,9 +126,6 @@ function leaseLost(run: Run, context: RunContext): Promise<unknown> {
   return act(run, context, { kind: 'discard', reason: run.lease.fenceDecision()?.reason ?? 'lock lost' });
 }
 
-/** The card each sandbox ran last, whose directory it still holds until the next card's reset removes it. */
-const lastCardIn = new WeakMap<SandboxHandle, string>();
-
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
@@ -150,8 +148,7 @@ async function runInSlot(run: Run): Promise<unknown> {
   // command of the card's, in a sandbox only this slot uses. The card's commands still start only
   // once the move is confirmed. Every way out waits for them, so the slot is released with nothing
   // of this card in flight on its sandbox.
-  const previousCardId = lastCardIn.get(handle);
-  lastCardIn.set(handle, card.id);
+  const previousCardId = slot.swapLastCard(handle, card.id);
   const prepared = prepareCard(runDeps, { card, lane: deps.lane, ...(previousCardId !== undefined ? { previousCardId } : {}) });
   // Handled from now on: it may settle while the move is awaited (runCard reads it later).
   const settled = prepared.catch(() => undefined);
@@ -181,23 +178,24 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
     await deps.store.create(card);
     moved = await deps.store.transition(card, toRunning, run.writer);
   }
-  if (!moved.ok && moved.refusal === 'illegal' && moved.state && isTerminalCardState(moved.state)) return finished(run, moved.state);
-  if (!moved.ok) return act(run, context, { kind: 'discard', reason: `the card would not move to running (${moved.refusal}, ${moved.state ?? 'no record'})` });
-  run.infraRetries = moved.infraRetries;
-  log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
-  rememberRunTrace(deps.redis, card.id, log);
-  await deps.replicaAck?.ack();
-  // Fenced while the move was in flight (Redis away): the card waits for the run that takes the job next.
-  const fencedEarly = lease.fenceDecision();
-  if (fencedEarly) return act(run, context, { kind: 'discard', reason: fencedEarly.reason });
-  // A cancel answered while no run heard it (a retry's wait, a missed message): nothing starts.
-  if (moved.cancelRequested) return act(run, context, decide(run, context, { kind: 'stopped', reason: 'cancel', step: 'start' }));
-  if (moved.takeover) {
-    const budget = evaluateCrashBudget(moved, { crashedRunsBudget: CRASHED_RUNS_BUDGET });
-    if (budget.action === 'fail') {
-      const move = { to: 'failed' as const, attempt: context.attempt, slot: slot.id, sandboxId: handle.id, failedReason: 'infra' as const, message: budget.reason };
-      return act(run, context, { kind: 'fail', move, error: budget.reason });
-    }
+  if (moved.ok) {
+    run.infraRetries = moved.infraRetries;
+    log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');
+    rememberRunTrace(deps.redis, card.id, log);
+    await deps.replicaAck?.ack();
+  }
+  // A fence while the move was in flight (Redis away) leaves the card to the run that takes the job next.
+  const fencedEarly = lease.fenceDecision()?.reason;
+  const start = decideStart({ moved, ...(fencedEarly !== undefined ? { fenced: fencedEarly } : {}), crashedRunsBudget: CRASHED_RUNS_BUDGET });
+  switch (start.kind) {
+    case 'finished':
+      return finished(run, start.state);
+    case 'discard':
+      return act(run, context, { kind: 'discard', reason: start.reason });
+    case 'end':
+      return act(run, context, decide(run, context, start.outcome));
+    case 'run':
+      break;
   }
 
   const sink = jobLogSink((lines) => appendJobLog(deps.redis, deps.lane.name, job.id ?? card.id, lines, job.opts.keepLogs));

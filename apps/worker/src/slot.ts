@@ -70,6 +70,8 @@ export class Slot {
   private sandboxCreatedAt = 0;
   /** Since when the slot has held no card. */
   private idleSince: number;
+  /** The card the slot's sandbox ran last, whose directory it holds until the next card's reset removes it. */
+  private lastCard: { sandboxId: string; cardId: string } | undefined;
 
   constructor(private readonly deps: SlotDeps) {
     this.idle = new SlotIdleProbe({ slot: this, breaker: deps.breaker, lane: deps.lane, newNonce: deps.newNonce, log: deps.log });
@@ -186,6 +188,13 @@ export class Slot {
     void events.append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: old.id, data: { reason: renewal.reason } }).catch(() => undefined);
     this.deps.record({ ...this.recordOf(old), state: 'terminated' });
     await this.deps.terminator.terminate(old.id, renewal.action === 'recycle' ? 'recycled' : 'released while idle');
+  }
+
+  /** Says which card is the sandbox's now, answering the one it ran before, if this sandbox ran it (a new sandbox ran none). */
+  swapLastCard(handle: SandboxHandle, cardId: string): string | undefined {
+    const previous = this.lastCard?.sandboxId === handle.id ? this.lastCard.cardId : undefined;
+    this.lastCard = { sandboxId: handle.id, cardId };
+    return previous;
   }
 
   /** Starts an idle probe unless this slot's previous one is still out (see SlotIdleProbe). */

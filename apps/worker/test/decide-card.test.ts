@@ -152,6 +152,13 @@ describe('decideCard', () => {
       },
     ],
     ['fenced → discard: no move at all', { kind: 'fenced', reason: 'lock lost' }, { infraRetries: 0 }, run, { kind: 'discard', reason: 'lock lost' }],
+    [
+      'crash budget spent → failed as infra',
+      { kind: 'crash-budget-spent', reason: '6 runs vanished' },
+      { infraRetries: 0 },
+      run,
+      { kind: 'fail', move: { ...where, to: 'failed', failedReason: 'infra', message: '6 runs vanished' }, error: '6 runs vanished' },
+    ],
   ])('%s', (_name, outcome, record, context, expected) => {
     expect(decideCard(outcome, record, lane, NOW, context)).toEqual(expected);
   });
