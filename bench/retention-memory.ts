@@ -1,7 +1,7 @@
 /**
  * What a card costs Redis while it waits and after it is done, for the README's sizing rule.
  *
- *   npx tsx --conditions=@lanes/source bench/retention-memory.ts [--cards N] [--log-lines L]   # defaults 2000, 0
+ *   npx tsx --conditions=@lanes/source bench/retention-memory.ts [--cards N] [--log-lines L] [--hash-max-listpack-value B] [--stream-node-max-bytes B]   # defaults 2000, 0, Redis's
  *
  * One private redis-server. N typical cards (a title, a repo, a PR, a 300-character prompt, small
  * metadata, a callbackUrl; the card JSON is about 600 B) are enqueued through `LaneQueues` in bulks of
@@ -12,7 +12,9 @@
  *
  * Two figures each, queued and done:
  *   - keys: the sum of `MEMORY USAGE … SAMPLES 0` over every key naming the card (record, history,
- *     BullMQ job hash and log list), averaged over the cards;
+ *     BullMQ job hash and log list, the card's output stream), averaged over the cards. A done
+ *     card's output stream holds at least its end entry, and Redis allocates a stream's first node
+ *     at `stream-node-max-bytes` (4096 by default), whatever the entry's size;
  *   - used_memory: INFO's used_memory delta over the N cards, divided by N, less the growth of the
  *     bounded streams (lanes' events and callbacks, BullMQ's per-lane events: capped at about 10,000
  *     entries whatever the number of cards). This includes the BullMQ list/set entries that hold the id.
@@ -28,7 +30,12 @@ import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, keys, queueName } fr
 import { startRedis, waitFor } from '../test/harness/index.js';
 
 const { values } = parseArgs({
-  options: { cards: { type: 'string', default: '2000' }, 'log-lines': { type: 'string', default: '0' }, 'hash-max-listpack-value': { type: 'string' } },
+  options: {
+    cards: { type: 'string', default: '2000' },
+    'log-lines': { type: 'string', default: '0' },
+    'hash-max-listpack-value': { type: 'string' },
+    'stream-node-max-bytes': { type: 'string' },
+  },
 });
 const CARDS = Number(values.cards);
 const LOG_LINES = Number(values['log-lines']);
@@ -67,7 +74,7 @@ const keyBytesPerCard = async (cards: Card[]) => {
   const sampled = cards.filter((_, i) => i % 10 === 0);
   let total = 0;
   for (const c of sampled) {
-    for (const key of [keys.card(c.id), keys.history(c.id), keys.job(LANE, c.id), keys.jobLogs(LANE, c.id)]) total += await memoryUsage(key);
+    for (const key of [keys.card(c.id), keys.history(c.id), keys.job(LANE, c.id), keys.jobLogs(LANE, c.id), keys.cardOutput(c.id)]) total += await memoryUsage(key);
   }
   return total / sampled.length;
 };
@@ -79,6 +86,8 @@ try {
   // Redis keeps a hash compact (listpack) only while every value is at most this long (default 64 B).
   if (values['hash-max-listpack-value']) await redis.config('SET', 'hash-max-listpack-value', values['hash-max-listpack-value']);
   const listpackValue = ((await redis.config('GET', 'hash-max-listpack-value')) as string[])[1];
+  if (values['stream-node-max-bytes']) await redis.config('SET', 'stream-node-max-bytes', values['stream-node-max-bytes']);
+  const streamNodeBytes = ((await redis.config('GET', 'stream-node-max-bytes')) as string[])[1];
   // Create the per-lane BullMQ keys (meta, id counter) before the baseline.
   await queues.enqueueMany([{ ...typicalCard(-1), id: 'warm' }]);
   await redis.del(keys.card('warm'), keys.history('warm'), keys.job(LANE, 'warm'), `${jq}:wait`);
@@ -119,16 +128,20 @@ try {
   const one = cards[0]!;
   const breakdown = Object.fromEntries(
     await Promise.all(
-      Object.entries({ record: keys.card(one.id), history: keys.history(one.id), job: keys.job(LANE, one.id), jobLogs: keys.jobLogs(LANE, one.id) }).map(
-        async ([name, key]) => [name, await memoryUsage(key)] as const,
-      ),
+      Object.entries({
+        record: keys.card(one.id),
+        history: keys.history(one.id),
+        job: keys.job(LANE, one.id),
+        jobLogs: keys.jobLogs(LANE, one.id),
+        output: keys.cardOutput(one.id),
+      }).map(async ([name, key]) => [name, await memoryUsage(key)] as const),
     ),
   );
 
   const perCard = (s: { used: number; streams: number }) => (s.used - base.used - (s.streams - base.streams)) / CARDS;
   const cardJsonBytes = Buffer.byteLength(JSON.stringify(cards[0]));
   console.log(
-    `\nretention-memory: ${CARDS} typical cards (card JSON ${cardJsonBytes} B), history ${history!.history.map((h) => h.state).join(' → ')}, ${LOG_LINES} log lines of 80 B, done ${done}, hash-max-listpack-value ${listpackValue}\n`,
+    `\nretention-memory: ${CARDS} typical cards (card JSON ${cardJsonBytes} B), history ${history!.history.map((h) => h.state).join(' → ')}, ${LOG_LINES} log lines of 80 B, done ${done}, hash-max-listpack-value ${listpackValue}, stream-node-max-bytes ${streamNodeBytes}\n`,
   );
   console.log('| card | keys naming it (MEMORY USAGE) | used_memory per card, less bounded streams |');
   console.log('|---|---|---|');
@@ -139,7 +152,7 @@ try {
   console.log(`one done card's keys (MEMORY USAGE, B): ${JSON.stringify(breakdown)}`);
   console.log(`bounded streams now (MEMORY USAGE, B, whatever the number of cards past ~3,300): ${finished.streams}`);
   console.log(
-    `BENCH_JSON ${JSON.stringify({ bench: 'retention-memory', cards: CARDS, logLines: LOG_LINES, listpackValue, cardJsonBytes, queuedKeyBytes: Math.round(queued.keys), queuedUsedBytes: Math.round(perCard(queued)), doneKeyBytes: Math.round(finished.keys), doneUsedBytes: Math.round(perCard(finished)) })}`,
+    `BENCH_JSON ${JSON.stringify({ bench: 'retention-memory', cards: CARDS, logLines: LOG_LINES, listpackValue, streamNodeBytes, cardJsonBytes, queuedKeyBytes: Math.round(queued.keys), queuedUsedBytes: Math.round(perCard(queued)), doneKeyBytes: Math.round(finished.keys), doneUsedBytes: Math.round(perCard(finished)) })}`,
   );
 } finally {
   await worker?.close();
