@@ -42,3 +42,8 @@ export function noteCallbackAttempt(span: Span | undefined, attempt: number, res
   });
   if (decision.action === 'give-up') markSpanError(span, decision.reason);
 }
+
+/** The delivery's log fields for its trace: `trace_id` while tracing is on, nothing otherwise. */
+export function traceLogFieldsOf(span: Span | undefined): { trace_id?: string } {
+  return span ? { trace_id: span.spanContext().traceId } : {};
+}

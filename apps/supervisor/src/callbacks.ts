@@ -16,7 +16,7 @@ import {
 } from './callback-policy.js';
 import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
 import { carryOldCallbacks } from './callback-upgrade.js';
-import { inCallbackSpan, noteCallbackAttempt, traceHeaders } from './callback-trace.js';
+import { inCallbackSpan, noteCallbackAttempt, traceHeaders, traceLogFieldsOf } from './callback-trace.js';
 
 /**
  * Consumer group on the callback stream (`keys.callbacks()`: the card script puts there only the
@@ -368,7 +368,7 @@ export class CallbackDispatcher {
       span,
     );
     const secrets = [this.deps.secret, this.deps.previousSecret].filter((s): s is string => s !== undefined);
-    const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback', deliveryId: held.id });
+    const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback', deliveryId: held.id, ...traceLogFieldsOf(span) });
     for (let attempt = 1; ; attempt++) {
       if (!this.running) return 'keep';
       // Resolved on every attempt: a name may have moved inward since the last one.
