@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_LIMIT_WAITING } from '@lanes/contracts';
-import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { agentLedger, startRedis, startTestStack, waitFor, type LedgerLine, type TestRedis, type TestStack } from '../harness/index.js';
 
 const LANE = 'fair';
 const SLOTS = 4;
@@ -11,13 +11,6 @@ const SLOTS = 4;
 const CARD_MS = 1_000;
 const A_CARDS = 20;
 const B_CARDS = 4;
-
-interface LedgerLine {
-  id: string;
-  key: string;
-  ev: 'start' | 'end';
-  t: number;
-}
 
 /** The most intervals of `key` open at one moment, from the ledger's start and end records. */
 function maxConcurrent(lines: readonly LedgerLine[], key: string): number {
@@ -45,22 +38,17 @@ describe('fair per-key concurrency (real stack)', () => {
   let t: TestStack;
   const dir = mkdtempSync(join(tmpdir(), 'lanes-fair-'));
   const agentFile = join(dir, 'agent.mjs');
-  const ledgerFile = join(dir, 'ledger.jsonl');
-  const ledger = (): LedgerLine[] =>
-    readFileSync(ledgerFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as LedgerLine);
+  const agentRecords = agentLedger(dir);
+  const ledger = agentRecords.lines;
 
   beforeAll(async () => {
-    writeFileSync(ledgerFile, '');
     writeFileSync(
       agentFile,
       `import { appendFileSync, readFileSync } from 'node:fs';
 const card = JSON.parse(readFileSync(process.env.LANES_CARD_FILE, 'utf8'));
-const log = (ev) => appendFileSync(${JSON.stringify(ledgerFile)}, JSON.stringify({ id: card.id, key: card.concurrencyKey, ev, t: Date.now() }) + '\\n');
-log('start');
-setTimeout(() => { log('end'); }, ${CARD_MS});
+${agentRecords.logFunction}
+log('start', { key: card.concurrencyKey });
+setTimeout(() => { log('end', { key: card.concurrencyKey }); }, ${CARD_MS});
 `,
     );
     redis = await startRedis();

@@ -1,21 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPERSEDE_WAITING, type CardRecord } from '@lanes/contracts';
 import { keys } from '@lanes/queue';
-import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { agentLedger, startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const LANE = 'pr';
 /** Two slots: a second card of a key could run beside the first if nothing held it back. */
 const SLOTS = 2;
-
-interface LedgerLine {
-  id: string;
-  ev: 'start' | 'end';
-  t: number;
-}
 
 /**
  * One run per PR (issue 27 item 2) on a whole stack (API, worker, supervisor) with real local
@@ -28,13 +22,9 @@ describe('supersedeKey: the newest card of a key wins (real stack)', () => {
   let t: TestStack;
   const dir = mkdtempSync(join(tmpdir(), 'lanes-supersede-'));
   const agentFile = join(dir, 'agent.mjs');
-  const ledgerFile = join(dir, 'ledger.jsonl');
-  const ledger = (): LedgerLine[] =>
-    readFileSync(ledgerFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as LedgerLine);
-  const started = (id: string) => ledger().some((l) => l.id === id && l.ev === 'start');
+  const agentRecords = agentLedger(dir);
+  const ledger = agentRecords.lines;
+  const started = agentRecords.started;
   const post = async (cards: object[]) => {
     const res = await t.api.request('POST', '/v1/cards', { cards });
     expect(res.status, res.text).toBe(202);
@@ -45,12 +35,11 @@ describe('supersedeKey: the newest card of a key wins (real stack)', () => {
   const startOf = (id: string) => ledger().find((l) => l.id === id && l.ev === 'start')!.t;
 
   beforeAll(async () => {
-    writeFileSync(ledgerFile, '');
     writeFileSync(
       agentFile,
       `import { appendFileSync, readFileSync } from 'node:fs';
 const card = JSON.parse(readFileSync(process.env.LANES_CARD_FILE, 'utf8'));
-const log = (ev) => appendFileSync(${JSON.stringify(ledgerFile)}, JSON.stringify({ id: card.id, ev, t: Date.now() }) + '\\n');
+${agentRecords.logFunction}
 log('start');
 // A stubborn agent outlives SIGINT by the kill's grace, so a run beside it would be seen.
 if (card.metadata?.stubborn) process.on('SIGINT', () => {});
