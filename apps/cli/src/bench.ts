@@ -11,6 +11,10 @@ const BENCHES: Record<string, string> = {
   scale: 'bench/scale.ts',
   memory: 'bench/memory.ts',
   list: 'bench/card-list.ts',
+  retention: 'bench/retention-memory.ts',
+  'first-instruction': 'bench/first-instruction.ts',
+  burst: 'bench/burst.ts',
+  fleet: 'bench/fleet-cost.ts',
 };
 
 /**

@@ -21,7 +21,8 @@ const USAGE = `usage: lanes <command> [options]
   cards [--lane L] [--state S] [--blocked-reason R] [--since ISO] [--limit N] [--cursor C | --all]
                                     cards as a table, newest update first; a page (50) or --all
   lanes                             lanes, slots, sandboxes, breakers
-  bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale, memory, list) and print figures;
+  bench [NAME|all] [-- OPTIONS]     run benchmarks (sandbox, respawn, throughput, enqueue, scale, memory, list, retention,
+                                    first-instruction, burst, fleet) and print figures;
                                     OPTIONS after -- go to the named benchmark (e.g. bench enqueue -- --rounds 5)
 
 Remote commands use LANES_API_URL (default http://127.0.0.1:$LANES_PORT or :3000) and LANES_API_TOKEN.`;

@@ -36,6 +36,6 @@ describe('lanes bench NAME -- OPTIONS', () => {
   it('names the benchmarks it has when asked for one it does not', async () => {
     const printed: string[] = [];
     expect(await main(['bench', 'nosuch', '--', '--rounds', '1'], {}, (s) => printed.push(s))).toBe(2);
-    expect(printed.join('\n')).toContain('no benchmark "nosuch" (have: sandbox, respawn, throughput, enqueue, scale, memory, list)');
+    expect(printed.join('\n')).toContain('no benchmark "nosuch" (have: sandbox, respawn, throughput, enqueue, scale, memory, list, retention, first-instruction, burst, fleet)');
   });
 });
