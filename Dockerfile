@@ -19,6 +19,7 @@ COPY libs/sandbox/package.json libs/sandbox/
 COPY libs/supervision/package.json libs/supervision/
 COPY libs/queue/package.json libs/queue/
 COPY libs/runner/package.json libs/runner/
+COPY libs/tracing/package.json libs/tracing/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY apps/supervisor/package.json apps/supervisor/
