@@ -1,0 +1,76 @@
+/**
+ * Where a burst's time goes on a lane that idles at zero sandboxes: one round as bench/burst.ts runs
+ * it (a fresh stack in a process of its own, `minSlots: 0`, a burst of cards in one POST), then the
+ * lane's events from Redis (slots added, sandboxes starting and live, cards running) and the agents'
+ * stamps, as offsets from the POST.
+ *
+ *   npx tsx --conditions=@lanes/source bench/probes/burst-timeline.ts [--max-slots N] [--cards C]
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { defaults } from '@lanes/contracts';
+import { keys } from '@lanes/queue';
+import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
+import { postJson } from '../enqueue-client.js';
+import { startStackProcess } from '../stack-client.js';
+
+const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, cards: { type: 'string', default: '200' } } });
+const N = Number(values['max-slots']);
+const CARDS = Number(values.cards);
+const wallMs = () => performance.timeOrigin + performance.now();
+const redis = await startRedis();
+const conn = new Redis(redis.url);
+const dir = mkdtempSync(join(tmpdir(), 'lanes-probe-burst-'));
+chmodSync(dir, 0o777);
+const stampFile = join(dir, 'stamps');
+writeFileSync(stampFile, '');
+chmodSync(stampFile, 0o666);
+const agent = join(dir, 'agent.sh');
+writeFileSync(agent, `printf '%s %s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" "$LANES_CARD_FILE" >> ${stampFile}\nsleep 3\n`);
+chmodSync(agent, 0o755);
+const http = new Agent({ keepAlive: true });
+try {
+  const stack = await startStackProcess({
+    redisUrl: redis.url,
+    lanes: [{ name: 'burst', slots: N, minSlots: 0, maxSlots: N, agent: ['bash', agent], idleReleaseMs: 200, killGraceMs: 100 }],
+    parts: { api: true, worker: true, supervisor: true },
+    provider: 'local',
+    heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
+    sandboxDir: join(dir, 'stack'),
+  });
+  try {
+    const api = apiClient(stack.url!);
+    await waitFor('zero live', async () => ((await api.lanes())[0]?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined, { intervalMs: 50, timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
+    const eventsFrom = `${Date.now()}-0`;
+    const t0 = wallMs();
+    const res = await postJson(http, stack.url!, '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `c-${i}`, lane: 'burst', title: 'burst' })) });
+    const posted = wallMs() - t0;
+    await new Promise((r) => setTimeout(r, 1_500));
+    const rows: Array<[number, string]> = [[posted, `POST answered ${res.status}`]];
+    for (const [, fields] of (await conn.xrange(keys.events(), eventsFrom, '+')) as Array<[string, string[]]>) {
+      const e = JSON.parse(fields[fields.indexOf('e') + 1] ?? '{}') as { type?: string; at?: string; slot?: string; sandboxId?: string; cardId?: string; state?: string };
+      if (e.at && e.type !== 'card.queued') rows.push([Date.parse(e.at) - t0, `${e.type ?? '?'} ${e.state ?? ''} ${e.slot ?? ''} ${e.cardId ?? ''}`]);
+    }
+    const seen = new Set<string>();
+    for (const line of readFileSync(stampFile, 'utf8').split('\n').filter(Boolean)) {
+      const [id, at, file] = line.split(' ');
+      const sandbox = file!.split('/cards/')[0]!;
+      if (seen.has(sandbox)) continue;
+      seen.add(sandbox);
+      rows.push([Number(at) * 1000 - t0, `AGENT ${id} in a new sandbox (${seen.size})`]);
+    }
+    for (const [at, what] of rows.sort((a, b) => a[0] - b[0]).slice(0, 60)) console.log(`${at.toFixed(1).padStart(8)} ms  ${what}`);
+  } finally {
+    await stack.stop();
+  }
+} finally {
+  http.destroy();
+  conn.disconnect();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
