@@ -29,6 +29,9 @@ const worker = new Worker(
     }),
   { connection, prefix, concurrency: Number(concurrency) },
 );
+// Its parent gone (a bench that died before it could stop it), it goes too: nothing outlives the run.
+const parentPid = process.ppid;
+setInterval(() => process.ppid !== parentPid && process.exit(0), 500).unref();
 await worker.waitUntilReady();
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => {

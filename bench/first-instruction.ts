@@ -150,13 +150,18 @@ const roundRatios: Array<{ p50: number; p99: number }> = [];
 const OTHER = values.other;
 const LANE_OTHER = 'first-other';
 
+/** What was started, stopped at the end in reverse order whatever failed. */
+const started: Array<() => Promise<void>> = [];
 try {
   const bareQueue = LANES_ONLY ? undefined : new Queue(BARE, { connection: conn, prefix: QUEUE_PREFIX });
+  if (bareQueue) started.push(() => bareQueue.close());
   const bare = LANES_ONLY ? undefined : await startBareWorker();
+  if (bare) started.push(() => bare.close());
   const lanes = [{ name: LANE, slots: SLOTS, agent: ['bash', agent] }];
   const heartbeatIntervalMs = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
   const sandboxDir = join(dir, 'stack');
   const httpAgent = new Agent({ keepAlive: true });
+  started.push(async () => httpAgent.destroy());
   /** The stack and how to POST to it: in a process of its own over node:http (the default), or in this one over fetch. */
   const viaHttp = (c: { url?: string; stop(): Promise<void> }) => ({ post: (body: unknown) => postJson(httpAgent, c.url!, '/v1/cards', body), stop: () => c.stop() });
   const otherStack = OTHER
@@ -174,6 +179,7 @@ try {
         ),
       )
     : undefined;
+  if (otherStack) started.push(() => otherStack.stop());
   const stack = STACK_SHARED
     ? await startTestStack(redis.url, lanes, { sandboxDir, heartbeatIntervalMs }).then((t) => ({
         post: (body: unknown) => t.api.request('POST', '/v1/cards', body),
@@ -185,6 +191,7 @@ try {
           stop: () => c.stop(),
         }),
       );
+  started.push(() => stack.stop());
   let n = 0;
   /** Sends `count` cards on one side in one request (one card: a single POST / `Queue.add`); answers each card's send time. */
   const send = async (side: Side, count: number): Promise<Map<string, number>> => {
@@ -237,11 +244,7 @@ try {
       console.error(`backlog round ${r + 1}/${ROUNDS}: lanes p50 ${pct(round.lanes!, 50).toFixed(1)} ms, bare p50 ${pct(round.bare ?? [], 50).toFixed(1)} ms`);
     }
   } finally {
-    await stack.stop();
-    await otherStack?.stop();
-    httpAgent.destroy();
-    await bare?.close();
-    await bareQueue?.close();
+    for (const stop of started.splice(0).reverse()) await stop();
   }
 
   const load = loadavg().map((x) => Number(x.toFixed(2)));
@@ -304,6 +307,7 @@ try {
   result.targetsMet = met;
   console.log(`BENCH_JSON ${JSON.stringify(result)}`);
 } finally {
+  for (const stop of started.splice(0).reverse()) await stop().catch((err: unknown) => console.error(`cleanup: ${String(err)}`));
   conn.disconnect();
   await redis.stop();
   rmSync(dir, { recursive: true, force: true });
