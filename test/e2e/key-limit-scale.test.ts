@@ -72,4 +72,28 @@ describe('parked cards in GET /v1/lanes and the scale endpoint (real stack)', ()
     expect(await t.api.card('parked-1')).toMatchObject({ state: 'queued', stateDetail: KEY_LIMIT_WAITING });
     expect((await t.api.card('holder')).stateDetail).toBeUndefined();
   });
+
+  it('asks no slot for ready cards a worker would only park: a lane at zero workers wants one slot for 20 cards of one key, not 20', async () => {
+    const depth = async () => (await t.api.request<{ depth: Record<string, number>; desiredSlots: number }>('GET', `/v1/lanes/${LANE}/scale`)).body;
+    const before = (await depth()).depth.total!;
+    const cards = Array.from({ length: 20 }, (_, i) => ({ id: `burst-a-${i}`, lane: LANE, title: `repo c #${i}`, concurrencyKey: 'acme/c' }));
+    expect((await t.api.request('POST', '/v1/cards', { cards })).status).toBe(202);
+    // acme/c runs nowhere yet: one of its cards could run; the other 19 would wait on the key.
+    const first = await depth();
+    expect(first.depth).toMatchObject({ waiting: 20, heldBack: 19, total: before + 1 });
+    // Cards of other keys each could run, up to what the lane could use (maxSlots 8).
+    const others = Array.from({ length: 10 }, (_, i) => ({ id: `burst-k-${i}`, lane: LANE, title: `repo k${i}`, concurrencyKey: `acme/k${i}` }));
+    expect((await t.api.request('POST', '/v1/cards', { cards: others })).status).toBe(202);
+    expect((await depth()).desiredSlots).toBe(8);
+    // A supersede key whose earlier card runs holds its newer card back, on this lane as on any.
+    // Its record and its place as a run holds them (its job is active, so in no ready list).
+    const running: Card = { id: 'sup-running', lane: LANE, title: 'PR 5', priority: 0, supersedeKey: 'acme/c#5' };
+    const limits = new KeyLimits(conn);
+    await new CardStore({ redis: conn, now: Date.now }).create(running);
+    await conn.set(keys.jobLock(LANE, running.id), 'run-sup', 'PX', 60_000);
+    expect((await limits.admit({ lane: LANE, cardId: running.id, key: 'acme/c#5', gate: 'supersede' }, 'run-sup', 1, Date.now())).decision).toBe('admit');
+    expect(await limits.heldBack(LANE, 1, 1_000)).toBe(19);
+    expect((await t.api.request('POST', '/v1/cards', { id: 'sup-newer', lane: LANE, title: 'PR 5 again', supersedeKey: 'acme/c#5' })).status).toBe(202);
+    expect(await limits.heldBack(LANE, 1, 1_000)).toBe(20);
+  });
 });

@@ -75,7 +75,7 @@ describe('GET /v1/lanes/:lane/scale (real stack)', () => {
     // due-1 is due 1 ms after it was added; the condition is the endpoint seeing it due.
     await waitFor('due-1 counted as due', async () => (await scale()).depth.dueDelayed === 1, { timeoutMs: 5_000 });
     const body = await scale();
-    expect(body.depth).toEqual({ waiting: 2, prioritized: 1, dueDelayed: 1, active: 1, redrivePending: 1, total: 6 });
+    expect(body.depth).toEqual({ waiting: 2, prioritized: 1, dueDelayed: 1, active: 1, redrivePending: 1, heldBack: 0, total: 6 });
     // LLEN wait alone would say 2.
     expect(await conn.llen(`${QUEUE_PREFIX}:${LANE}:wait`)).toBe(2);
     expect(body.desiredSlots).toBe(6);

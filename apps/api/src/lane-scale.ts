@@ -9,7 +9,8 @@ const DELAYED_SCORE_FACTOR = 0x1000;
 
 /**
  * Reads one lane's queue, blocked set and slots, and decides its scale. Cards parked over their
- * key's limit are no demand: their delayed jobs, due only as the park's backstop, are left out.
+ * key's limit are no demand: their delayed jobs, due only as the park's backstop, are left out; nor
+ * are ready cards that a worker would park, their key's places all taken (KeyLimits.heldBack).
  */
 export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: LaneConfig, now: number): Promise<ScaleDecision> {
   const queue = deps.queues.queue(lane.name)!;
@@ -30,6 +31,8 @@ export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: L
     due.map((d) => d.id),
   );
   const delayed = due.filter((d) => !parked.has(d.id));
+  // Ready cards their keys hold back would only be parked by a worker: no demand either.
+  const heldBack = await new KeyLimits(deps.redis).heldBack(lane.name, lane.maxRunningPerKey, lane.maxSlots);
   const liveSlots = slots.filter((s) => livenessOf(verdicts, s.worker) !== 'gone' && s.sandbox?.state === 'live').length;
   return evaluateScale(
     {
@@ -40,6 +43,7 @@ export async function laneScale(deps: LaneStatusDeps & { redis: Redis }, lane: L
       blocked,
       liveSlots,
       breaker: breaker.state,
+      heldBack,
     },
     lane,
     now,

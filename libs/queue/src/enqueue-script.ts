@@ -40,8 +40,8 @@ import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
  * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream.
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
  *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
- *   supersede key TAB card JSON NEWLINE`, where the job options (JSON) are '' unless this script
- *   writes the card's job and the supersede key is '' for a card without one, 7 mode, 8 time (epoch
+ *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
+ *   unless this script writes the card's job and a key is '' for a card without one, 7 mode, 8 time (epoch
  *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
  *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS).
  *
@@ -61,7 +61,7 @@ const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
 local inMulti = ARGV[7] == 'enqueue'
 local batch = ARGV[6]
-local ids, lanes, cbs, prios, jobOpts, sups, jsons = {}, {}, {}, {}, {}, {}, {}
+local ids, lanes, cbs, prios, jobOpts, cks, sups, jsons = {}, {}, {}, {}, {}, {}, {}, {}
 local pos, n = 1, 0
 while pos <= #batch do
   local t1 = string.find(batch, '\\t', pos, true)
@@ -70,12 +70,13 @@ while pos <= #batch do
   local t4 = string.find(batch, '\\t', t3 + 1, true)
   local t5 = string.find(batch, '\\t', t4 + 1, true)
   local t6 = string.find(batch, '\\t', t5 + 1, true)
-  local nl = string.find(batch, '\\n', t6 + 1, true)
+  local t7 = string.find(batch, '\\t', t6 + 1, true)
+  local nl = string.find(batch, '\\n', t7 + 1, true)
   n = n + 1
   ids[n], lanes[n] = string.sub(batch, pos, t1 - 1), string.sub(batch, t1 + 1, t2 - 1)
   cbs[n], prios[n] = string.sub(batch, t2 + 1, t3 - 1), tonumber(string.sub(batch, t3 + 1, t4 - 1)) or 0
-  jobOpts[n], sups[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, t6 - 1)
-  jsons[n] = string.sub(batch, t6 + 1, nl - 1)
+  jobOpts[n], cks[n], sups[n] = string.sub(batch, t4 + 1, t5 - 1), string.sub(batch, t5 + 1, t6 - 1), string.sub(batch, t6 + 1, t7 - 1)
+  jsons[n] = string.sub(batch, t7 + 1, nl - 1)
   pos = nl + 1
 end
 local backlogMax = tonumber(ARGV[9]) or 0
@@ -132,6 +133,9 @@ for i = 1, n do
     local card = sp .. ':card:' .. id
     redis.call('HSET', card, 'card', jsons[i], 'lane', lane, 'state', 'queued', 'attempts', '0',
       'infraRetries', '0', 'createdAt', at, 'updatedAt', at, 'callback', cbs[i])
+    -- The keys on the record too, so the scale endpoint's scan reads them without the card's JSON (key-limit-script.ts).
+    if cks[i] ~= '' then redis.call('HSET', card, 'concurrencyKey', cks[i]) end
+    if sups[i] ~= '' then redis.call('HSET', card, 'supersedeKey', sups[i]) end
     redis.call('RPUSH', card .. ':history', ARGV[3])
     local fresh = newIds[lane]
     if not fresh then fresh = {}; newIds[lane] = fresh; newLanes[#newLanes + 1] = lane end
@@ -225,7 +229,7 @@ export function enqueueArgs(
   const at = new Date(nowMs).toISOString();
   let batch = '';
   for (const [i, card] of cards.entries()) {
-    batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${card.supersedeKey ?? ''}\t${JSON.stringify(card)}\n`;
+    batch += `${card.id}\t${card.lane}\t${card.callbackUrl ? '1' : '0'}\t${card.priority}\t${jobOpts[i] ?? ''}\t${card.concurrencyKey ?? ''}\t${card.supersedeKey ?? ''}\t${JSON.stringify(card)}\n`;
   }
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
   return [

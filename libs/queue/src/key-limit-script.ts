@@ -1,7 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import { KEY_LIMIT_WAITING, SUPERSEDE_WAITING } from '@lanes/contracts';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA } from './bullmq-job-layout.js';
-import { QUEUE_PREFIX, keys, queueName } from './names.js';
+import { QUEUE_PREFIX, STORE_PREFIX, keys, queueName } from './names.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -9,6 +9,7 @@ declare module 'ioredis' {
     lanesKeyRelease(...args: Array<string | number>): Result<unknown, Context>;
     lanesKeyRecheck(...args: Array<string | number>): Result<unknown, Context>;
     lanesKeyWaitFront(...args: Array<string | number>): Result<unknown, Context>;
+    lanesKeyHeldBack(...args: Array<string | number>): Result<unknown, Context>;
   }
 }
 
@@ -100,6 +101,61 @@ redis.call('ZADD', KEYS[3], 'NX', since, ARGV[1])
 return 'stay'
 `;
 
+/**
+ * How many of a lane's ready cards (waiting, then prioritized, in the order workers take them)
+ * could not run now: a card of a concurrency key at the lane's limit, or of a supersede key whose
+ * one place is taken, counting the places the cards ahead of it in the scan would take. What the
+ * scale endpoint leaves out of its demand, so cards that would only be parked ask for no slot. A
+ * card whose record carries no key (a board's own BullMQ job not yet taken) counts as one that runs.
+ * The scan stops after ARGV 6 runnable cards (the most slots the lane can use: more demand changes
+ * nothing) or ARGV 1 cards (SCALE_SCAN_MAX_CARDS); cards past it count as ones that run.
+ * KEYS: 1 the lane's wait list, 2 its prioritized set. ARGV: 1 scan cap, 2 maxRunningPerKey ('' for
+ * none), 3 card hash prefix, 4 the lane's store prefix, 5 the lane's job key prefix, 6 enough.
+ * Answers {held back, scanned}.
+ */
+const HELD_BACK_LUA = `
+local cap, enough = tonumber(ARGV[1]), tonumber(ARGV[6])
+local limit = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
+local right = redis.call('LRANGE', KEYS[1], -cap, -1)
+local order = {}
+for i = #right, 1, -1 do order[#order + 1] = right[i] end
+if #order < cap then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, cap - #order - 1)) do order[#order + 1] = id end
+end
+local room = {}
+local function roomOf(set, max)
+  if room[set] == nil then
+    local n = 0
+    for _, m in ipairs(redis.call('SMEMBERS', set)) do
+      if redis.call('EXISTS', ARGV[5] .. m .. ':lock') == 1 then n = n + 1 end
+    end
+    room[set] = max - n
+  end
+  return room[set]
+end
+local held, runnable, scanned = 0, 0, 0
+for _, id in ipairs(order) do
+  if runnable >= enough then break end
+  scanned = scanned + 1
+  local k = redis.call('HMGET', ARGV[3] .. id, 'concurrencyKey', 'supersedeKey')
+  local gates = {}
+  if k[1] and limit then gates[#gates + 1] = {ARGV[4] .. ':key:' .. k[1] .. ':running', limit} end
+  if k[2] then gates[#gates + 1] = {ARGV[4] .. ':supersede:' .. k[2] .. ':running', 1} end
+  local fits = true
+  for _, g in ipairs(gates) do if roomOf(g[1], g[2]) <= 0 then fits = false end end
+  if fits then
+    for _, g in ipairs(gates) do room[g[1]] = room[g[1]] - 1 end
+    runnable = runnable + 1
+  else
+    held = held + 1
+  end
+end
+return {held, scanned}
+`;
+
+/** The most ready cards the scale endpoint's scan reads per lane; past it, cards count as ones that run. */
+export const SCALE_SCAN_MAX_CARDS = 1_000;
+
 const defined = new WeakSet<Redis>();
 
 function defineKeyLimitScripts(redis: Redis): void {
@@ -109,6 +165,7 @@ function defineKeyLimitScripts(redis: Redis): void {
   redis.defineCommand('lanesKeyRelease', { numberOfKeys: 3, lua: RELEASE_LUA });
   redis.defineCommand('lanesKeyRecheck', { numberOfKeys: 3, lua: RECHECK_LUA });
   redis.defineCommand('lanesKeyWaitFront', { numberOfKeys: 1, lua: WAIT_FRONT_LUA });
+  redis.defineCommand('lanesKeyHeldBack', { numberOfKeys: 2, lua: HELD_BACK_LUA });
 }
 
 /**
@@ -204,6 +261,24 @@ export class KeyLimits {
     if (ids.length === 0) return new Set();
     const [byKey, bySupersede] = await Promise.all([this.redis.zmscore(keys.keyParked(lane), ...ids), this.redis.zmscore(keys.supersedeParked(lane), ...ids)]);
     return new Set(ids.filter((_, i) => byKey[i] !== null || bySupersede[i] !== null));
+  }
+
+  /**
+   * How many of the lane's waiting and prioritized cards could not run now for their keys (HELD_BACK_LUA),
+   * reading at most `scanMax` of them and stopping once `enough` could run.
+   */
+  async heldBack(lane: string, maxRunningPerKey: number | undefined, enough: number, scanMax = SCALE_SCAN_MAX_CARDS): Promise<number> {
+    const reply = (await this.redis.lanesKeyHeldBack(
+      keys.waitList(lane),
+      keys.prioritizedSet(lane),
+      scanMax,
+      maxRunningPerKey ?? '',
+      keys.card(''),
+      `${STORE_PREFIX}:lane:${lane}`,
+      jobKeyPrefix(lane),
+      enough,
+    )) as [number, number];
+    return reply[0];
   }
 
   /** The newest card of a supersede key on a lane, or undefined once forgotten (SUPERSEDE_LATEST_TTL_MS). */

@@ -34,6 +34,8 @@ export const keys = {
   jobLock: (lane: string, id: string) => `${QUEUE_PREFIX}:${queueName(lane)}:${id}:lock`,
   /** BullMQ's list of a lane's waiting jobs (not prioritized ones): pushed on the left, taken from the right. */
   waitList: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:wait`,
+  /** BullMQ's sorted set of a lane's prioritized jobs, taken lowest score first. */
+  prioritizedSet: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:prioritized`,
   /** BullMQ's list of a lane's active jobs, and the set its stalled check marks them in. */
   jobActive: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:active`,
   jobStalled: (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:stalled`,

@@ -163,4 +163,58 @@ describe('key-limit scripts (real Redis)', () => {
     await limits.toFront(lane, 'woken');
     expect(await redis.lrange(keys.waitList(lane), 0, -1)).toEqual(['a', 'b', 'woken']);
   });
+
+  describe('heldBack: the ready cards a worker would only park, for the scale endpoint', () => {
+    /** Ready cards as the queue holds them: `wait` in the order workers take them (pushed on the left), `prioritized` by score. */
+    async function ready(lane: string, wait: Array<Partial<Card>>, prioritized: Array<Partial<Card>> = []): Promise<string[]> {
+      const ids: string[] = [];
+      for (const [i, over] of [...wait, ...prioritized].entries()) {
+        const card: Card = { id: `r-${uid()}`, lane, title: 'ready', priority: 0, ...over };
+        if (!over.id) await store.create(card);
+        ids.push(card.id);
+        if (i < wait.length) await redis.lpush(keys.waitList(lane), card.id);
+        else await redis.zadd(keys.prioritizedSet(lane), i, card.id);
+      }
+      return ids;
+    }
+
+    it('counts, in the order cards are taken, those whose key has no place left, the places a card ahead takes included', async () => {
+      const lane = `l-${uid()}`;
+      // One card of a runs already (its lock held); 3 more of a wait, with 2 of b and 1 without a key.
+      const runningA = await cardOf(lane, 'a');
+      await redis.sadd(keys.keyRunning(lane, 'a'), runningA.card.id);
+      await ready(lane, [{ concurrencyKey: 'a' }, { concurrencyKey: 'b' }, {}, { concurrencyKey: 'b' }], [{ concurrencyKey: 'a' }, { concurrencyKey: 'a' }]);
+      // Limit 2: one more of a fits, then a is full (2 held); b fits twice.
+      expect(await limits.heldBack(lane, 2, 100)).toBe(2);
+      // Limit 1: a is full (3 held), b fits once (1 held).
+      expect(await limits.heldBack(lane, 1, 100)).toBe(4);
+      // No concurrency limit on the lane: nothing is held back by its concurrency keys.
+      expect(await limits.heldBack(lane, undefined, 100)).toBe(0);
+    });
+
+    it('a running-set member whose lock is gone (its worker crashed) takes no place; a board job with no record runs', async () => {
+      const lane = `l-${uid()}`;
+      const crashed = await cardOf(lane, 'a', null);
+      await redis.sadd(keys.keyRunning(lane, 'a'), crashed.card.id);
+      await ready(lane, [{ concurrencyKey: 'a' }, { id: 'board-own-job', concurrencyKey: 'a' }]);
+      expect(await limits.heldBack(lane, 1, 100)).toBe(0);
+    });
+
+    it('a supersede key holds one place on any lane', async () => {
+      const lane = `l-${uid()}`;
+      const older = await cardOf(lane, 'x');
+      await redis.sadd(keys.supersedeRunning(lane, 'acme/web#1'), older.card.id);
+      await ready(lane, [{ supersedeKey: 'acme/web#1' }, { supersedeKey: 'acme/web#2' }, { supersedeKey: 'acme/web#2' }]);
+      expect(await limits.heldBack(lane, undefined, 100)).toBe(2);
+    });
+
+    it('stops once enough could run (more demand changes nothing), and reads at most its cap', async () => {
+      const lane = `l-${uid()}`;
+      await ready(lane, [{}, {}, { concurrencyKey: 'a' }, { concurrencyKey: 'a' }, { concurrencyKey: 'a' }]);
+      expect(await limits.heldBack(lane, 1, 2)).toBe(0);
+      expect(await limits.heldBack(lane, 1, 100)).toBe(2);
+      // Read 4 of 5: the last card, past the cap, counts as one that runs.
+      expect(await limits.heldBack(lane, 1, 100, 4)).toBe(1);
+    });
+  });
 });

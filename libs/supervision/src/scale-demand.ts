@@ -11,6 +11,11 @@ export interface ScaleSnapshot {
   blocked: ReadonlyArray<{ id: string; blockedReason: BlockedReason }>;
   liveSlots: number;
   breaker: BreakerStateName;
+  /**
+   * Of the waiting and prioritized cards, those that could not run now for their keys (a
+   * concurrency key at its limit, a supersede key whose place is taken): a worker would only park them.
+   */
+  heldBack?: number;
 }
 
 export interface ScaleDepth {
@@ -19,6 +24,8 @@ export interface ScaleDepth {
   dueDelayed: number;
   active: number;
   redrivePending: number;
+  /** Waiting or prioritized cards held back by their keys: in `waiting` and `prioritized`, not in `total`. */
+  heldBack: number;
   total: number;
 }
 
@@ -37,7 +44,7 @@ const count = (n: number): number => (Number.isFinite(n) && n > 0 ? Math.floor(n
 
 /**
  * Worker containers a lane wants, for KEDA. Depth counts every card that wants a slot now or on
- * its re-drive: waiting, prioritized, delayed and due (dueAt ≤ now), active, and blocked
+ * its re-drive: waiting and prioritized (less those their keys hold back), delayed and due (dueAt ≤ now), active, and blocked
  * sandbox-dead / provider-outage cards. A blocked card's job also sits in delayed, so it counts
  * once, as re-drive-pending. Slots follow `desiredSlots` (bounds, breaker hold); workers are
  * ceil(slots / slots per worker).
@@ -49,14 +56,15 @@ export function evaluateScale(snapshot: ScaleSnapshot, lane: SlotBounds, now: nu
   const waiting = count(snapshot.waiting);
   const prioritized = count(snapshot.prioritized);
   const active = count(snapshot.active);
-  const total = waiting + prioritized + dueDelayed + active + redrivePending;
+  const heldBack = Math.min(count(snapshot.heldBack ?? 0), waiting + prioritized);
+  const total = waiting + prioritized - heldBack + dueDelayed + active + redrivePending;
   const slots = desiredSlots({ waiting: total - active, delayed: 0, active, liveSlots: snapshot.liveSlots }, lane, snapshot.breaker);
   const workers = desiredWorkers(slots.desired, Math.max(1, lane.slots));
   return {
     kind: 'scale',
     desiredWorkers: workers.desired,
     desiredSlots: slots.desired,
-    depth: { waiting, prioritized, dueDelayed, active, redrivePending, total },
-    reason: `depth ${total} (${waiting} waiting, ${prioritized} prioritized, ${dueDelayed} due-delayed, ${active} active, ${redrivePending} re-drive-pending); slots: ${slots.reason}; ${workers.reason}`,
+    depth: { waiting, prioritized, dueDelayed, active, redrivePending, heldBack, total },
+    reason: `depth ${total} (${waiting} waiting, ${prioritized} prioritized, ${heldBack} of them held back by their keys, ${dueDelayed} due-delayed, ${active} active, ${redrivePending} re-drive-pending); slots: ${slots.reason}; ${workers.reason}`,
   };
 }

@@ -43,6 +43,9 @@ describe('evaluateScale: depth and desired workers for KEDA', () => {
     ['all states together', snap({ waiting: 1, prioritized: 1, active: 1, delayed: delayedAt(NOW), blocked: [{ id: 'x', blockedReason: 'sandbox-dead' }] }), 5, 5, 3],
     ['depth above maxSlots: clamped to 8 slots → 4 workers', snap({ waiting: 100 }), 100, 8, 4],
     ['breaker open: slots held at live', snap({ waiting: 10, liveSlots: 3, breaker: 'open' }), 10, 3, 2],
+    ['ready cards their keys hold back ask for no slot', snap({ waiting: 20, heldBack: 19 }), 1, 1, 1],
+    ['held back among waiting and prioritized alike', snap({ waiting: 3, prioritized: 2, heldBack: 4, active: 1 }), 2, 2, 1],
+    ['a held-back count past the ready cards (read a moment apart) takes none below zero', snap({ waiting: 2, heldBack: 5 }), 0, 1, 1],
   ])('%s', (_name, snapshot, depth, slots, workers) => {
     const d = evaluateScale(snapshot, LANE, NOW);
     expect(d.kind).toBe('scale');
