@@ -30,6 +30,8 @@ export class SlotScaler {
   private lastChangeAt: number | undefined;
   private surplusSince: number | undefined;
   private inFlight: Promise<void> | undefined;
+  /** When demandRose last asked for a tick. */
+  private lastDemandTickAt: number | undefined;
 
   constructor(private readonly ctx: SlotScalerContext) {}
 
@@ -41,12 +43,16 @@ export class SlotScaler {
   /**
    * A card took this worker's last free slot while the lane may grow here: tick now, not at the next
    * heartbeat, so a burst's slots start at once (issue 29: a 200-card burst waited up to a heartbeat,
-   * 2 s, for its first growth). Skipped within the cooldown of the last change, where a tick could
-   * only hold: that would be Redis reads per card for nothing.
+   * 2 s, for its first growth). At most once per cooldown, and not within the cooldown of the last
+   * change, where a tick could only hold: a lane that stays full below its maximum (every slot busy,
+   * nothing waiting) would otherwise pay the tick's reads for every card.
    */
   demandRose(): void {
     const { cooldownMs } = this.ctx.lane.slotScaling;
-    if (this.lastChangeAt !== undefined && this.ctx.now() - this.lastChangeAt < cooldownMs) return;
+    const now = this.ctx.now();
+    const within = (at: number | undefined) => at !== undefined && now - at < cooldownMs;
+    if (within(this.lastChangeAt) || within(this.lastDemandTickAt)) return;
+    this.lastDemandTickAt = now;
     this.tick().catch((err: unknown) => this.ctx.log.warn({ err }, 'slot scaling on demand failed'));
   }
 
