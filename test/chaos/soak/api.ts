@@ -4,7 +4,9 @@ import type { CardRecord, LaneStatus } from '@lanes/contracts';
 const REQUEST_TIMEOUT_MS = 10_000;
 
 export interface SoakApi {
-  enqueue(cards: Array<{ id: string; lane: string; title: string; metadata: Record<string, unknown> }>): Promise<number>;
+  enqueue(
+    cards: Array<{ id: string; lane: string; title: string; metadata: Record<string, unknown>; concurrencyKey?: string; supersedeKey?: string; supersede?: string }>,
+  ): Promise<number>;
   card(id: string): Promise<CardRecord | undefined>;
   lanes(): Promise<LaneStatus[] | undefined>;
   cancel(id: string): Promise<number>;

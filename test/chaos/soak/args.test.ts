@@ -31,3 +31,38 @@ describe('parseSoakArgs: --failovers and --down-after-ms', () => {
     expect(() => checkSentinelArgs(parseSoakArgs(['--failovers', '1', '--redis-kills', '0', '--down-after-ms', '100']))).not.toThrow();
   });
 });
+
+describe('parseSoakArgs: keyed and supersede cards', () => {
+  it('posts none by default, and the lane has no key limit', () => {
+    const a = parseSoakArgs(['--cards', '60']);
+    expect({ keyedShare: a.keyedShare, supersedeShare: a.supersedeShare, maxRunningPerKey: a.maxRunningPerKey }).toEqual({
+      keyedShare: 0,
+      supersedeShare: 0,
+      maxRunningPerKey: undefined,
+    });
+  });
+
+  it.each<[string, string[], Partial<ReturnType<typeof parseSoakArgs>>]>([
+    ['a keyed share gives the lane one per key by default', ['--keyed-share', '0.3'], { keyedShare: 0.3, maxRunningPerKey: 1, concurrencyKeys: 3 }],
+    [
+      'or the limit and pool asked for',
+      ['--keyed-share', '1', '--max-running-per-key', '2', '--concurrency-keys', '5'],
+      { keyedShare: 1, maxRunningPerKey: 2, concurrencyKeys: 5 },
+    ],
+    ['a supersede share alone', ['--supersede-share', '0.2'], { supersedeShare: 0.2, maxRunningPerKey: undefined }],
+  ])('%s', (_, argv, want) => {
+    expect(parseSoakArgs(argv)).toMatchObject(want);
+  });
+
+  it.each<[string[], RegExp]>([
+    [['--keyed-share', '1.5'], /--keyed-share: /],
+    [['--keyed-share=-0.1'], /--keyed-share: /],
+    [['--supersede-share', 'half'], /--supersede-share: /],
+    [['--keyed-share', '0.3', '--max-running-per-key', '0'], /--max-running-per-key: /],
+    [['--keyed-share', '0.3', '--concurrency-keys', '0'], /--concurrency-keys: /],
+    [['--max-running-per-key', '2'], /--max-running-per-key: only with --keyed-share above 0/],
+  ])('refuses %j, naming the flag', (argv, message) => {
+    expect(() => parseSoakArgs(argv)).toThrow(SoakUsageError);
+    expect(() => parseSoakArgs(argv)).toThrow(message);
+  });
+});

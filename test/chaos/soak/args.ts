@@ -2,6 +2,10 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
 const Int = (min: number) => z.coerce.number().int().min(min);
+/** The lane's `maxRunningPerKey` with keyed cards and no --max-running-per-key: one at a time, the strictest. */
+export const DEFAULT_MAX_RUNNING_PER_KEY = 1;
+/** A fraction of the cards, in [0, 1]. */
+const Share = z.coerce.number().min(0).max(1);
 
 /**
  * Soak settings, validated once. Defaults are the issue's acceptance figures scaled to the run:
@@ -48,12 +52,27 @@ export const SoakArgsSchema = z
     downAfterMs: Int(100).optional(),
     /** Creates that fail in one window (the breaker opens at 5 by default). */
     createFailures: Int(1).default(3),
+    /**
+     * The share of cards given a `concurrencyKey` from a pool of `concurrencyKeys` keys (README
+     * "Fair per-key concurrency"); with any, the soak's lane gets `maxRunningPerKey`. 0: none, and
+     * the lane has no key limit.
+     */
+    keyedShare: Share.default(0),
+    concurrencyKeys: Int(1).default(3),
+    maxRunningPerKey: Int(1).max(10_000).optional(),
+    /**
+     * The share of cards posted as a few cards per `supersedeKey` in a row (2 to 4, README "One run
+     * per PR"), some groups with `supersede: "cancel-running"`. 0: none.
+     */
+    supersedeShare: Share.default(0),
     netns: z.enum(['auto', 'on', 'off']).default('auto'),
     json: z.boolean().default(false),
     /** Keep the run directory (logs, ledger) for a post-mortem instead of removing it. */
     keep: z.boolean().default(false),
   })
-  .refine((a) => a.workMaxMs >= a.workMinMs, { message: 'work-max-ms must be ≥ work-min-ms', path: ['workMaxMs'] });
+  .refine((a) => a.workMaxMs >= a.workMinMs, { message: 'work-max-ms must be ≥ work-min-ms', path: ['workMaxMs'] })
+  .refine((a) => a.keyedShare > 0 || a.maxRunningPerKey === undefined, { message: 'only with --keyed-share above 0 (no card has a key)', path: ['maxRunningPerKey'] })
+  .transform((a) => ({ ...a, maxRunningPerKey: a.maxRunningPerKey ?? (a.keyedShare > 0 ? DEFAULT_MAX_RUNNING_PER_KEY : undefined) }));
 export type SoakArgs = z.infer<typeof SoakArgsSchema>;
 
 const FLAGS = [
@@ -79,6 +98,10 @@ const FLAGS = [
   'failovers',
   'down-after-ms',
   'create-failures',
+  'keyed-share',
+  'concurrency-keys',
+  'max-running-per-key',
+  'supersede-share',
   'netns',
 ] as const;
 
@@ -96,6 +119,10 @@ export const USAGE = `usage: npm run chaos -- [--cards N (200)] [--minutes M (3)
                       with Redis kills it must exceed --outage-ms by 2000, so a Redis kill (the primary
                       restarted from its AOF) is a restart, not a failover
   --create-failures N (3)  creates that fail in one window
+  --keyed-share F (0)   that share of the cards gets a concurrencyKey from a pool of
+                      --concurrency-keys N (3) keys, and the lane --max-running-per-key N (1)
+  --supersede-share F (0)   that share of the cards is posted as 2-4 cards per supersedeKey in a
+                      row, about half of the keys with supersede "cancel-running"
   --netns auto|on|off (auto)   workers in their own network namespaces
   --json   print the result as JSON too     --keep   keep the run directory`;
 

@@ -81,7 +81,17 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
   log(`plan: ${plan.cards.length} cards over ${(plan.runMs * 0.8) / 1000} s; faults ${JSON.stringify(counts)}`);
   const api = soakApi(t.apiUrl);
   const enqueued: string[] = [];
-  const payload = (c: PlannedCard) => ({ id: c.id, lane: LANE, title: `soak card ${c.id}`, metadata: { workMs: c.workMs } });
+  const payload = (c: PlannedCard) => ({
+    id: c.id,
+    lane: LANE,
+    title: `soak card ${c.id}`,
+    metadata: { workMs: c.workMs },
+    ...(c.concurrencyKey ? { concurrencyKey: c.concurrencyKey } : {}),
+    ...(c.supersedeKey ? { supersedeKey: c.supersedeKey } : {}),
+    ...(c.supersede ? { supersede: c.supersede } : {}),
+  });
+  /** When the API's answer to each card's first accepted POST came back (a superseding card's cancel is done by then). */
+  const postedAtMs = new Map<string, number>();
   const byId = new Map(plan.cards.map((c) => [c.id, c]));
   // A board's remedy for a card a failover lost: post it again (an existing id is answered 200, a missing one created).
   const repost = async (ids: readonly string[]) => {
@@ -121,7 +131,9 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
       }
       // 503 while Redis is away: the board retries, as a board should.
       if (status === 200 || status === 202) {
+        const answeredAtMs = Date.now();
         enqueued.push(...due.map((c) => c.id));
+        for (const c of due) postedAtMs.set(c.id, answeredAtMs);
         i += due.length;
       } else await sleep(TICK_MS);
     }
@@ -201,6 +213,9 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
     // The plan has no card meant to fail: every failed card is the product's doing.
     intendedFailures: new Set(),
     sandboxSightings,
+    ...(plan.cards.some((c) => c.concurrencyKey || c.supersedeKey)
+      ? { keys: { plan: plan.cards, postedAtMs, ...(args.maxRunningPerKey !== undefined ? { maxRunningPerKey: args.maxRunningPerKey } : {}) } }
+      : {}),
     ...(args.failovers > 0 ? { failover: { planned: counts.failovers, records: faults.failovers, redisKillsFailedOver: faults.redisKillsFailedOver, lockMs: args.lockMs } } : {}),
     unexpectedExits: [t.api, t.supervisor, ...t.instances.map((w) => w.proc)].filter((m) => m.endedAtMs !== undefined && !faults.stopped.has(m.label)).map((m) => m.label),
     // After the link is back, TCP resends only when its backoff timer fires, which after an outage
@@ -220,6 +235,7 @@ async function runSoak(args: SoakArgs, t: Topology): Promise<SoakResult> {
         queueEnds: queueEnds && Object.fromEntries(queueEnds),
         logs: { ...logs, workerIds: Object.fromEntries(logs.workerIds), deadSandboxes: [...logs.deadSandboxes] },
         enqueued: enqueued,
+        keys: input.keys && { ...input.keys, postedAtMs: Object.fromEntries(input.keys.postedAtMs) },
       },
       null,
       1,

@@ -3,6 +3,7 @@ import type { InjectedFault, SandboxKill } from './faults.js';
 import type { FailoverRecord } from './failover.js';
 import { overlapsOf, runsOf, type LedgerRecord, type Run } from './ledger.js';
 import { RUN_EVENTS, type LogFacts, type RunEvent } from './logs.js';
+import { judgeKeys, type KeyFigures, type KeyInput } from './keys.js';
 import { judgeVanishes, type ProviderVanishes } from './provider-vanishes.js';
 import { disagrees, type QueueEnd } from './queue-view.js';
 import type { SandboxSighting } from './sandbox-watch.js';
@@ -52,6 +53,8 @@ export interface ReconcileInput {
   failover?: FailoverInput;
   /** Every sandbox the soak's watcher saw on the provider's side (sandbox-watch.ts); absent: not watched. */
   sandboxSightings?: readonly SandboxSighting[];
+  /** With --keyed-share or --supersede-share: each card's keys, the lane's key limit, and when each POST was answered. */
+  keys?: KeyInput;
 }
 
 export interface FailoverInput {
@@ -141,6 +144,8 @@ export interface SoakResult {
   /** Finished runs no card move recorded; `unexplained`: nothing the soak did accounts for the loss. */
   finishedRunsDiscarded: { total: number; unexplained: number };
   failover: FailoverFigures;
+  /** Concurrency keys and supersede keys (all zero without --keyed-share and --supersede-share). */
+  keys: KeyFigures;
   faults: Record<string, number>;
   examples: {
     lost: string[];
@@ -158,6 +163,10 @@ export interface SoakResult {
     failoverLosses: string[];
     concurrentAdmitted: string[];
     providerFalseReaps: string[];
+    keyBeyondLimit: string[];
+    supersedeOverlaps: string[];
+    supersededWrong: string[];
+    newestWrong: string[];
   };
   failures: string[];
 }
@@ -182,6 +191,7 @@ export type GatedFigures = Pick<
   | 'providerVanishes'
   | 'finishedRunsDiscarded'
   | 'failover'
+  | 'keys'
 >;
 
 /**
@@ -235,6 +245,16 @@ const GATES = {
     count: (r) => r.failover.redisKillsFailedOver,
     says: (n) => `${n} Redis kill(s) the sentinels turned into a failover`,
   },
+  keyLimitExceeded: {
+    count: (r) => r.keys.concurrency.beyondLimit,
+    says: (n, r) => `${n} run(s) started while their concurrencyKey already had ${r.keys.concurrency.limit ?? '?'} card(s) running`,
+  },
+  supersedeRanConcurrently: { count: (r) => r.keys.supersede.overlaps, says: (n) => `${n} run(s) started beside a run of another card of their supersedeKey` },
+  supersededNotCancelled: {
+    count: (r) => r.keys.supersede.supersededWrong,
+    says: (n) => `${n} superseded card(s) that neither ended cancelled as superseded nor finished as the README allows`,
+  },
+  newestNotDone: { count: (r) => r.keys.supersede.newestWrong, says: (n) => `${n} newest card(s) of a supersedeKey that did not end done (nor by the soak's cancel)` },
 } satisfies Record<string, { count: (r: GatedFigures) => number; says: (n: number, r: GatedFigures) => string }>;
 export type GateName = keyof typeof GATES;
 
@@ -273,6 +293,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
   const lockMs = input.failover?.lockMs ?? 0;
   const admittedWindows = failoverRecords.map((f) => [f.atMs, f.promotedAtMs + ADMITTED_OVERLAP_LOCKS * lockMs] as const);
   const inAdmitted = (from: number, to: number) => admittedWindows.some(([a, b]) => from >= a && to <= b);
+  const runs = runsOf(input.ledger);
   const overlaps = overlapsOf(input.ledger);
   const concurrent = new Map([...overlaps].filter(([, os]) => !os.every((o) => inAdmitted(o.fromMs, o.toMs))).map(([id, os]) => [id, os.map((o) => o.why)]));
   const concurrentAdmitted = [...overlaps].filter(([id]) => !concurrent.has(id));
@@ -336,7 +357,6 @@ export function reconcile(input: ReconcileInput): SoakResult {
   }
   recovery.sort((a, b) => a - b);
 
-  const runs = runsOf(input.ledger);
   const ranAfterTerminal: string[] = [];
   for (const [id, c] of input.cards) {
     const terminal = c?.history.find((h) => isTerminalCardState(h.state));
@@ -371,6 +391,15 @@ export function reconcile(input: ReconcileInput): SoakResult {
     acceptedCancels: new Set(acceptedCancels),
     intendedFailures: input.intendedFailures,
     commitWindowMs: input.partitionGraceMs,
+  });
+  const keys = judgeKeys(input.keys ?? { plan: [], postedAtMs: new Map() }, {
+    cards: input.cards,
+    runs,
+    workers: input.workers,
+    sandboxKills: input.sandboxKills,
+    acceptedCancels: new Set(acceptedCancels),
+    reposted: new Set(failoverRecords.flatMap((f) => f.reposted)),
+    inAdmitted,
   });
   const faults: Record<string, number> = {};
   for (const f of input.injected) if (!f.skipped) faults[f.kind] = (faults[f.kind] ?? 0) + 1;
@@ -437,6 +466,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
     runsPerDoneCard: wasted.runsPerDoneCard,
     finishedRunsDiscarded: { total: wasted.discarded.length, unexplained: wasted.discarded.filter((d) => !d.explained).length },
     failover,
+    keys: keys.figures,
     faults,
     examples: {
       lost: lostIds.slice(0, EXAMPLES).map((id) => `${id}: ${input.cards.get(id)?.state ?? 'no answer'}`),
@@ -468,6 +498,7 @@ export function reconcile(input: ReconcileInput): SoakResult {
         .filter((v) => v.cause === 'unexplained')
         .slice(0, EXAMPLES)
         .map((v) => `${v.sandboxId}: ${v.why}`),
+      ...keys.examples,
     },
     failures: [],
   };

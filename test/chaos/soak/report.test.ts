@@ -47,6 +47,25 @@ const clean: SoakResult = {
     runEvents: { 'card.fenced': 0, 'card.late-commit': 0, 'card.stale-write': 0, 'card.discarded': 0 },
     discardedRuns: 0,
   },
+  keys: {
+    concurrency: { keys: 3, cards: 18, limit: 1, maxAtOnce: 1, beyondLimit: 0, beyondLimitAdmitted: 0 },
+    supersede: {
+      keys: 4,
+      cards: 12,
+      keysReposted: 0,
+      superseded: 8,
+      supersededCancelled: 6,
+      supersededLeftToFinish: 1,
+      supersededBySoakCancel: 1,
+      supersededWrong: 0,
+      newest: 4,
+      newestDone: 4,
+      newestBySoakCancel: 0,
+      newestWrong: 0,
+      overlaps: 0,
+      overlapsAdmitted: 0,
+    },
+  },
   faults: {},
   examples: {
     lost: [],
@@ -64,8 +83,16 @@ const clean: SoakResult = {
     failoverLosses: [],
     concurrentAdmitted: [],
     providerFalseReaps: [],
+    keyBeyondLimit: [],
+    supersedeOverlaps: [],
+    supersededWrong: [],
+    newestWrong: [],
   },
   failures: [],
+};
+const noKeys: SoakResult['keys'] = {
+  concurrency: { keys: 0, cards: 0, maxAtOnce: 0, beyondLimit: 0, beyondLimitAdmitted: 0 },
+  supersede: { ...clean.keys.supersede, keys: 0, cards: 0, superseded: 0, supersededCancelled: 0, supersededLeftToFinish: 0, supersededBySoakCancel: 0, newest: 0, newestDone: 0 },
 };
 
 const failRows = (report: string) => report.split('\n').filter((l) => l.startsWith('| ') && l.endsWith('| **FAIL** |'));
@@ -101,6 +128,18 @@ describe('markdownReport', () => {
     ['finishedRunsDiscardedUnexplained', { finishedRunsDiscarded: { total: 2, unexplained: 1 } }, 'finished agent runs discarded / unexplained'],
     ['failoversIncomplete', { failover: { ...clean.failover, planned: 1 } }, 'failovers planned / promoted'],
     ['redisKillsFailedOver', { failover: { ...clean.failover, redisKillsFailedOver: 1 } }, 'Redis kills the sentinels turned into a failover'],
+    ['keyLimitExceeded', { keys: { ...clean.keys, concurrency: { ...clean.keys.concurrency, maxAtOnce: 2, beyondLimit: 1 } } }, "runs started beyond their key's limit"],
+    ['supersedeRanConcurrently', { keys: { ...clean.keys, supersede: { ...clean.keys.supersede, overlaps: 1 } } }, 'supersede key: runs of two of its cards at once'],
+    [
+      'supersededNotCancelled',
+      { keys: { ...clean.keys, supersede: { ...clean.keys.supersede, supersededCancelled: 5, supersededWrong: 1 } } },
+      'superseded cards / cancelled as superseded / done, left to finish or finished first / cancelled by the soak / otherwise',
+    ],
+    [
+      'newestNotDone',
+      { keys: { ...clean.keys, supersede: { ...clean.keys.supersede, newestDone: 3, newestWrong: 1 } } },
+      'newest cards of a key / done / cancelled by the soak / otherwise',
+    ],
   ])('%s', (name, over, figure) => {
     const r = { ...clean, ...over };
     r.failures = failuresOf(r);
@@ -108,6 +147,29 @@ describe('markdownReport', () => {
     const report = markdownReport(info, r);
     expect(failRows(report).map((l) => l.split(' | ')[0]!.slice(2))).toEqual([figure]);
     expect(report).toContain(`RESULT: FAIL (${r.failures[0]})`);
+  });
+});
+
+describe('markdownReport: keys', () => {
+  const row = (report: string, figure: string) => report.split('\n').find((l) => l.startsWith(`| ${figure} |`));
+  it('shows the keys and the supersede outcomes as rows', () => {
+    const report = markdownReport(info, clean);
+    expect(row(report, 'concurrency keys / keyed cards / maxRunningPerKey')).toBe('| concurrency keys / keyed cards / maxRunningPerKey | 3 / 18 / 1 |  |');
+    expect(row(report, "runs started beyond their key's limit")).toBe("| runs started beyond their key's limit | 0 | ok |");
+    expect(row(report, 'superseded cards / cancelled as superseded / done, left to finish or finished first / cancelled by the soak / otherwise')).toContain(
+      '| 8 / 6 / 1 / 1 / 0 | ok |',
+    );
+    expect(row(report, 'newest cards of a key / done / cancelled by the soak / otherwise')).toContain('| 4 / 4 / 0 / 0 | ok |');
+  });
+  it("has no key rows when the soak posted no keyed card (the default soak's table is as it was)", () => {
+    const report = markdownReport(info, { ...clean, keys: noKeys });
+    expect(report).not.toMatch(/concurrency key|supersede|superseded|newest/);
+    expect(report.split('\n').filter((l) => l.endsWith('| ok |'))).toHaveLength(Object.keys(gateCounts(clean)).length - 4);
+  });
+  it('splits the key gates inside and outside a failover window when failovers are planned', () => {
+    const keys = { ...clean.keys, concurrency: { ...clean.keys.concurrency, beyondLimitAdmitted: 2 } };
+    const report = markdownReport(info, { ...clean, keys, failover: { ...clean.failover, planned: 1, completed: 1 } });
+    expect(row(report, "runs started beyond their key's limit (outside a failover; inside)")).toContain('| 0; 2 | ok |');
   });
 });
 

@@ -1,4 +1,4 @@
-import { gateCounts, type SoakResult } from './reconcile.js';
+import { gateCounts, type GateName, type SoakResult } from './reconcile.js';
 
 export interface RunInfo {
   runId: string;
@@ -46,6 +46,45 @@ function failoverRows(r: SoakResult): Array<[string, string, string]> {
   ];
 }
 
+/** Concurrency keys and supersede keys (README "Fair per-key concurrency", "One run per PR"): only when the soak posted any. */
+function keyRows(r: SoakResult, g: Record<GateName, number>, gate: (n: number) => string): Array<[string, string, string]> {
+  const k = r.keys.concurrency;
+  const s = r.keys.supersede;
+  const rows: Array<[string, string, string]> = [];
+  if (k.cards > 0) {
+    rows.push(
+      [`concurrency keys / keyed cards / maxRunningPerKey`, `${k.keys} / ${k.cards} / ${k.limit ?? 'none'}`, ''],
+      ['concurrency key: most cards of one key running at once (ledger)', String(k.maxAtOnce), ''],
+      [
+        `runs started beyond their key's limit${r.failover.planned > 0 ? ' (outside a failover; inside)' : ''}`,
+        r.failover.planned > 0 ? `${k.beyondLimit}; ${k.beyondLimitAdmitted}` : String(k.beyondLimit),
+        gate(g.keyLimitExceeded),
+      ],
+    );
+  }
+  if (s.cards > 0) {
+    rows.push(
+      [
+        `supersede keys / their cards${s.keysReposted ? ' / keys unjudged (a card re-posted after a failover)' : ''}`,
+        `${s.keys} / ${s.cards}${s.keysReposted ? ` / ${s.keysReposted}` : ''}`,
+        '',
+      ],
+      [
+        `supersede key: runs of two of its cards at once${r.failover.planned > 0 ? ' (outside a failover; inside)' : ''}`,
+        r.failover.planned > 0 ? `${s.overlaps}; ${s.overlapsAdmitted}` : String(s.overlaps),
+        gate(g.supersedeRanConcurrently),
+      ],
+      [
+        'superseded cards / cancelled as superseded / done, left to finish or finished first / cancelled by the soak / otherwise',
+        `${s.superseded} / ${s.supersededCancelled} / ${s.supersededLeftToFinish} / ${s.supersededBySoakCancel} / ${s.supersededWrong}`,
+        gate(g.supersededNotCancelled),
+      ],
+      ['newest cards of a key / done / cancelled by the soak / otherwise', `${s.newest} / ${s.newestDone} / ${s.newestBySoakCancel} / ${s.newestWrong}`, gate(g.newestNotDone)],
+    );
+  }
+  return rows;
+}
+
 /** The soak's table: one row per figure, the last column says whether it fails the run. */
 export function markdownReport(info: RunInfo, r: SoakResult): string {
   const g = gateCounts(r);
@@ -85,6 +124,7 @@ export function markdownReport(info: RunInfo, r: SoakResult): string {
     ['stack processes that exited by themselves', r.unexpectedExits.length ? r.unexpectedExits.join(', ') : '0', gate(g.unexpectedExits)],
     ['failovers planned / promoted', `${r.failover.planned} / ${r.failover.completed}`, gate(g.failoversIncomplete)],
     ['Redis kills the sentinels turned into a failover', String(r.failover.redisKillsFailedOver), gate(g.redisKillsFailedOver)],
+    ...keyRows(r, g, gate),
     ...failoverRows(r),
   ];
   const faults = Object.entries(r.faults)

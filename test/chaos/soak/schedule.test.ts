@@ -59,3 +59,44 @@ describe('planSoak: failovers', () => {
     expect(planSoak(args, resolveCounts(args)).faults.filter((f) => f.kind === 'failover')).toHaveLength(3);
   });
 });
+
+describe('planSoak: keyed and supersede cards', () => {
+  const base = ['--cards', '60', '--minutes', '1', '--seed', '11'];
+  const planOf = (argv: string[]) => {
+    const args = parseSoakArgs(argv);
+    return planSoak(args, resolveCounts(args));
+  };
+
+  it('without the flags gives no card a key; with them, the cards, their times and work and the faults are as without', () => {
+    const plain = planOf(base);
+    expect(plain.cards.some((c) => c.concurrencyKey || c.supersedeKey || c.supersede)).toBe(false);
+    const keyed = planOf([...base, '--keyed-share', '0.3', '--supersede-share', '0.2']);
+    expect(keyed.faults).toEqual(plain.faults);
+    expect(keyed.cards.map(({ id, atMs, workMs }) => ({ id, atMs, workMs }))).toEqual(plain.cards.map(({ id, atMs, workMs }) => ({ id, atMs, workMs })));
+  });
+
+  it('keys that share of the cards from the pool, and lays supersede keys as groups of 2-4 cards in a row', () => {
+    const { cards } = planOf([...base, '--keyed-share', '0.3', '--supersede-share', '0.2', '--concurrency-keys', '3']);
+    const keyed = cards.filter((c) => c.concurrencyKey);
+    expect(keyed).toHaveLength(18);
+    expect(new Set(keyed.map((c) => c.concurrencyKey)).size).toBeLessThanOrEqual(3);
+    const superseding = cards.filter((c) => c.supersedeKey);
+    expect(superseding).toHaveLength(12);
+    const groups = new Map<string, number[]>();
+    cards.forEach((c, i) => {
+      if (c.supersedeKey) groups.set(c.supersedeKey, [...(groups.get(c.supersedeKey) ?? []), i]);
+    });
+    for (const [, at] of groups) {
+      // In a row, and one mode per group.
+      expect(at.at(-1)! - at[0]!).toBe(at.length - 1);
+      expect(at.length).toBeLessThanOrEqual(4);
+      expect(new Set(at.map((i) => cards[i]!.supersede)).size).toBe(1);
+    }
+    expect([...groups.values()].filter((at) => at.length < 2).length).toBeLessThanOrEqual(1);
+  });
+
+  it('is the same plan for the same seed', () => {
+    const argv = [...base, '--keyed-share', '0.5', '--supersede-share', '0.5'];
+    expect(planOf(argv)).toEqual(planOf(argv));
+  });
+});

@@ -22,6 +22,12 @@ export interface PlannedCard {
   atMs: number;
   /** How long the agent works on this card (every run of it). */
   workMs: number;
+  /** With --keyed-share: limited by the lane's `maxRunningPerKey` (README "Fair per-key concurrency"). */
+  concurrencyKey?: string;
+  /** With --supersede-share: one of a few cards of this key posted in a row; the last is the key's newest (README "One run per PR"). */
+  supersedeKey?: string;
+  /** Unset: the lane's (`queued`). */
+  supersede?: 'cancel-running';
 }
 
 export interface SoakPlan {
@@ -43,7 +49,10 @@ const FAULT_TO = 0.85;
  * cancels fall anywhere in it while cards still arrive. Victims are picked when a fault fires (by `pick`), since
  * which sandbox is busy then depends on the run.
  */
-export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'workMinMs' | 'workMaxMs' | 'workers'>, counts: FaultCounts): SoakPlan {
+export function planSoak(
+  args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'workMinMs' | 'workMaxMs' | 'workers'> & Partial<Pick<SoakArgs, 'keyedShare' | 'concurrencyKeys' | 'supersedeShare'>>,
+  counts: FaultCounts,
+): SoakPlan {
   const random = seededRandom(args.seed);
   const runMs = Math.round(args.minutes * 60_000);
   const cards: PlannedCard[] = [];
@@ -85,5 +94,49 @@ export function planSoak(args: Pick<SoakArgs, 'cards' | 'minutes' | 'seed' | 'wo
   anywhere('sandbox-kill', counts.sandboxKills);
   anywhere('cancel', counts.cancels);
   faults.sort((a, b) => a.atMs - b.atMs);
+  assignKeys(cards, args);
   return { cards, faults, runMs };
+}
+
+/** Supersede keys come in groups of this many cards posted in a row (the last of a plan's may be shorter). */
+const SUPERSEDE_GROUP = { min: 2, max: 4 } as const;
+/** The key stream's seed, apart from the plan's, so a plan without keys draws exactly as before. */
+const KEY_SEED_SALT = 0x6b_65_79;
+
+/**
+ * Gives round(keyedShare × cards) seeded cards a concurrency key of a pool, and lays groups of 2-4
+ * consecutive cards (round(supersedeShare × cards) in all) at seeded places, one supersede key per
+ * group, about half of them `cancel-running`. Consecutive cards arrive a few hundred ms apart, so a
+ * newer card of a key finds the earlier one queued, waiting or running. A card may have both keys.
+ */
+export function assignKeys(cards: PlannedCard[], a: Partial<Pick<SoakArgs, 'seed' | 'keyedShare' | 'concurrencyKeys' | 'supersedeShare'>>): void {
+  const random = seededRandom((a.seed ?? 0) ^ KEY_SEED_SALT);
+  const keyed = Math.round((a.keyedShare ?? 0) * cards.length);
+  for (const i of shuffle(
+    cards.map((_, i) => i),
+    random,
+  ).slice(0, keyed))
+    cards[i]!.concurrencyKey = `soak/repo-${Math.floor(random() * (a.concurrencyKeys ?? 1))}`;
+  let left = Math.round((a.supersedeShare ?? 0) * cards.length);
+  const groups: number[] = [];
+  while (left > 0) {
+    const size = Math.min(left, SUPERSEDE_GROUP.min + Math.floor(random() * (SUPERSEDE_GROUP.max - SUPERSEDE_GROUP.min + 1)));
+    groups.push(size);
+    left -= size;
+  }
+  // Each group goes before one of the free cards (or after the last): sorted seeded places.
+  const free = cards.length - groups.reduce((n, g) => n + g, 0);
+  const places = groups.map(() => Math.floor(random() * (free + 1))).sort((x, y) => x - y);
+  let i = 0;
+  let passed = 0;
+  groups.forEach((size, g) => {
+    i += places[g]! - passed;
+    passed = places[g]!;
+    const cancelRunning = random() < 0.5;
+    for (const c of cards.slice(i, i + size)) {
+      c.supersedeKey = `soak/repo#${g}`;
+      if (cancelRunning) c.supersede = 'cancel-running';
+    }
+    i += size;
+  });
 }

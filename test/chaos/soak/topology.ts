@@ -158,6 +158,7 @@ export async function startTopology(args: SoakArgs, janitor: Janitor, log: (s: s
         commandTimeoutMs: 120_000,
         // Sandbox kills land on random cards; a card hit a few times is still not the lane's fault.
         infraRetries: 10,
+        ...(args.maxRunningPerKey !== undefined ? { maxRunningPerKey: args.maxRunningPerKey } : {}),
         ...(faulty ? { faults: { createFailures: args.createFailures } } : {}),
       },
     ],

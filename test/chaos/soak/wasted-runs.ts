@@ -45,7 +45,7 @@ export interface WastedRuns {
 }
 
 /** The worker whose slot ran `sandbox` for this card: the running entry's `slot <workerId>-…` message. */
-function workerOf(card: CardRecord | undefined, sandbox: string, workers: readonly WorkerLife[]): WorkerLife | undefined {
+export function workerOf(card: CardRecord | undefined, sandbox: string, workers: readonly WorkerLife[]): WorkerLife | undefined {
   const slot = card?.history.find((h) => h.state === 'running' && h.sandboxId === sandbox)?.message?.replace(/^slot /, '');
   if (!slot) return undefined;
   return workers.find((w) => w.workerId !== undefined && slot.startsWith(`${w.workerId}-`));
@@ -64,6 +64,8 @@ function explain(run: Run, ctx: WastedRunContext): string | undefined {
   const endMs = run.endMs!;
   const within = (atMs: number) => atMs >= endMs && atMs <= endMs + ctx.commitWindowMs;
   if (ctx.acceptedCancels.has(run.card)) return 'a cancel was accepted for its card';
+  const by = supersededBy(ctx.cards.get(run.card));
+  if (by !== undefined) return `its card was superseded by ${by} (README "One run per PR")`;
   if (ctx.intendedFailures?.has(run.card)) return 'the schedule meant its card to fail';
   const worker = workerOf(ctx.cards.get(run.card), run.sandbox, ctx.workers);
   if (worker?.killed && worker.endedAtMs !== undefined && within(worker.endedAtMs)) return `its worker ${worker.label} was killed before it could commit`;
@@ -90,6 +92,12 @@ function failoverExplanation(run: Run, ctx: WastedRunContext): string | undefine
 export function trailOf(card: CardRecord | undefined): string {
   if (!card) return 'no card record';
   return card.history.map((h) => [h.state, h.sandboxId, h.message ? `(${h.message})` : undefined].filter(Boolean).join(' ')).join(' → ');
+}
+
+/** `superseded by <id>` at the end of the card's last history entry (README "One run per PR"; a cancel's `cancelled during agent: …` included). */
+export function supersededBy(card: CardRecord | undefined): string | undefined {
+  if (card?.state !== 'cancelled') return undefined;
+  return /superseded by (\S+)$/.exec(card.history.at(-1)?.message ?? '')?.[1];
 }
 
 /**
