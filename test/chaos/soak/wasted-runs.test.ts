@@ -77,6 +77,19 @@ describe('wastedRuns: finished agent runs no card move recorded', () => {
     }
   });
 
+  it.each<[string, string | undefined, string | undefined]>([
+    ['superseded, not yet started', 'superseded by c2', 'its card was superseded by c2'],
+    ['superseded while it ran (cancel-running)', 'cancelled during agent: superseded by c2', 'its card was superseded by c2'],
+    ['cancelled with no cancel of the soak and no supersede', 'cancelled during agent', undefined],
+  ])('a finished run of a card that ended cancelled, %s', (_name, message, why) => {
+    const cancelled = card('cancelled');
+    cancelled.history.at(-1)!.message = message;
+    const w = wastedRuns(ctx(run('b', 'sb-b', T - 3_000, T - 500), { cards: new Map([['c1', cancelled]]) }));
+    expect(w.discarded).toHaveLength(1);
+    if (why === undefined) expect(w.discarded[0]!.explained).toBeUndefined();
+    else expect(w.discarded[0]!.explained).toContain(why);
+  });
+
   it('every finished run of a card that did not end done is discarded', () => {
     const w = wastedRuns(ctx(both, { cards: new Map([['c1', card('cancelled')]]), acceptedCancels: new Set(['c1']) }));
     expect(w.discarded.map((d) => d.run).sort()).toEqual(['a', 'b']);
