@@ -27,3 +27,10 @@ export const JOB_LOG_MAX_LINE_CHARS = 4_096;
 export const CARD_OUTPUT_MAX_BYTES = 1024 * 1024;
 /** The last this many bytes of a card's output stay with the card after it ends (`outputTail` of `GET /v1/cards/:id`). */
 export const CARD_OUTPUT_TAIL_BYTES = 64 * 1024;
+/**
+ * A card that ended without printing keeps its output stream (only the end entry, which tells a
+ * reader attached at the end that nothing more comes) this long, not for the card's retention: a
+ * Redis stream takes about 4.7 KB however little it holds, more than the rest of a retained card.
+ * A reader that comes later finds the card ended and no stream, and ends at once.
+ */
+export const CARD_OUTPUT_END_GRACE_MS = 60_000;

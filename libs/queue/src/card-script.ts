@@ -1,6 +1,6 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
-import { CardStateSchema, type CardState } from '@lanes/contracts';
+import { CardStateSchema, agentLimits, type CardState } from '@lanes/contracts';
 import { isCallbackEvent } from './callback-events.js';
 import type { CardWriter, RenderedMove } from './card-move.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
@@ -55,7 +55,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
  * the job rewrites fields, which keeps the expiry), and its output stream, which gets an end entry
  * (`end` the state, `t` the output bytes written so far) so a reader knows the run's output is all
- * there. Its crash-suspect and fenced-run sets are
+ * there; a stream that holds only that entry (the card printed nothing) expires after
+ * CARD_OUTPUT_END_GRACE_MS instead. Its crash-suspect and fenced-run sets are
  * deleted, and a terminal card is in no blocked index. A move out of a terminal state (a retry)
  * persists them again. BullMQ's completed and failed sets, which hold only the id, are trimmed by
  * the job's removeOnComplete/removeOnFail (job-options.ts).
@@ -206,6 +207,8 @@ if terminal(to) then
   end
   redis.call('XADD', KEYS[13], '*', 'end', to, 't', written)
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PEXPIRE', key, ARGV[13]) end
+  -- A stream of the end entry alone (no output): kept for readers attached at the end, then gone.
+  if not last then redis.call('PEXPIRE', KEYS[13], math.min(tonumber(ARGV[13]), ${agentLimits.CARD_OUTPUT_END_GRACE_MS})) end
 elseif terminal(state) then
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PERSIST', key) end
 end

@@ -126,6 +126,20 @@ describe('a card’s output stream', () => {
     expect(await redis.pttl(keys.cardOutput(card.id))).toBe(-1);
   });
 
+  it('a card that ended without printing keeps its end entry for the grace only, not its retention', async () => {
+    const card = newCard();
+    await store.create(card);
+    const writer = await takeJob(card);
+    expect((await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer)).ok).toBe(true);
+    expect((await store.transition(card, { to: 'done', attempt: 1, sandboxId: 'sb' }, writer)).ok).toBe(true);
+    expect((await output.range(card.id, '0-0', 100)).entries).toEqual([expect.objectContaining({ kind: 'end', state: 'done' })]);
+    const ttl = await redis.pttl(keys.cardOutput(card.id));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(agentLimits.CARD_OUTPUT_END_GRACE_MS);
+    // The record keeps the card's retention.
+    expect(await redis.pttl(keys.card(card.id))).toBeGreaterThan(defaults.MS_PER_DAY - 60_000);
+  });
+
   it('a card that never printed has no tail; a blocking read of many cards answers per card', async () => {
     const quiet = newCard();
     expect(await output.tail(quiet.id)).toBeUndefined();
