@@ -14,6 +14,9 @@
  * the end the ledger and the soak's own record of what it did are reconciled with the board's view.
  * A watcher samples the provider's own sandboxes beside the run (sandbox-watch.ts), so a false reap is
  * also judged from there: a sandbox that vanished while its owner was alive and connected.
+ * With --keyed-share and --supersede-share some cards carry a concurrencyKey (the lane gets
+ * maxRunningPerKey) or come as a few cards per supersedeKey in a row (schedule.ts `assignKeys`), and
+ * the verdict judges both from the ledger and the cards' ends (keys.ts).
  * Exit status 1 when any gate of the verdict fails (see `failuresOf` in reconcile.ts: lost, concurrent,
  * terminal twice, false reaps, and everything else the soak measures).
  */
