@@ -137,14 +137,15 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string | undefined): Map
   return out;
 }
 
+/** How the verdict reads an earlier card's end: one the README allows, or what was wrong with it. */
+type SupersededEnd = { end: 'cancelled' | 'left-to-finish' | 'soak-cancel' } | { wrong: string };
+
 /**
  * How an earlier card of a supersede key may end (README "One run per PR"): cancelled, superseded by
  * a later card of its key; or done when it was already running as the newer card arrived and the
  * newer card's mode is `queued` (left to finish), or when its run finished before the newer card's
  * arrival was answered (a cancel of a finished run); or cancelled by the soak's own cancel.
  */
-type SupersededEnd = { end: 'cancelled' | 'left-to-finish' | 'soak-cancel' } | { wrong: string };
-
 function judgeSuperseded(card: KeyedPlanCard, later: readonly KeyedPlanCard[], input: KeyInput, ctx: KeyContext): SupersededEnd {
   const record = ctx.cards.get(card.id);
   const by = supersededBy(record);
