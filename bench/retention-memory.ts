@@ -14,7 +14,9 @@
  *   - keys: the sum of `MEMORY USAGE … SAMPLES 0` over every key naming the card (record, history,
  *     BullMQ job hash and log list, the card's output stream), averaged over the cards. A done
  *     card's output stream holds at least its end entry, and Redis allocates a stream's first node
- *     at `stream-node-max-bytes` (4096 by default), whatever the entry's size;
+ *     at `stream-node-max-bytes` (4096 by default), whatever the entry's size; a card that printed
+ *     nothing keeps that stream only for CARD_OUTPUT_END_GRACE_MS, so "done, retained" is read
+ *     once those streams have expired, and "done, just ended" before;
  *   - used_memory: INFO's used_memory delta over the N cards, divided by N, less the growth of the
  *     bounded streams (lanes' events and callbacks, BullMQ's per-lane events: capped at about 10,000
  *     entries whatever the number of cards). This includes the BullMQ list/set entries that hold the id.
@@ -25,7 +27,7 @@
 import { parseArgs } from 'node:util';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { LaneConfigSchema, type Card } from '@lanes/contracts';
+import { LaneConfigSchema, agentLimits, type Card } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, keys, queueName } from '@lanes/queue';
 import { startRedis, waitFor } from '../test/harness/index.js';
 
@@ -123,6 +125,15 @@ try {
   await waitFor(`${CARDS} jobs completed`, async () => (await redis.zcard(`${jq}:completed`)) >= CARDS, { timeoutMs: RUN_TIMEOUT_MS, intervalMs: 100 });
   await worker.close();
   worker = undefined;
+  const ended = { used: await usedMemory(), streams: await streamsBytes(), keys: await keyBytesPerCard(cards) };
+  // What stays for the retention: a card that printed nothing keeps its output stream (the end
+  // entry alone) only for CARD_OUTPUT_END_GRACE_MS, so the figure is read once those have expired.
+  if (LOG_LINES === 0) {
+    await waitFor('the output streams of cards that printed nothing expired', async () => (await redis.exists(...cards.map((c) => keys.cardOutput(c.id)))) === 0, {
+      timeoutMs: agentLimits.CARD_OUTPUT_END_GRACE_MS + RUN_TIMEOUT_MS,
+      intervalMs: 1_000,
+    });
+  }
   const finished = { used: await usedMemory(), streams: await streamsBytes(), keys: await keyBytesPerCard(cards) };
   const history = await store.get(cards[0]!.id);
   const one = cards[0]!;
@@ -146,6 +157,7 @@ try {
   console.log('| card | keys naming it (MEMORY USAGE) | used_memory per card, less bounded streams |');
   console.log('|---|---|---|');
   console.log(`| queued | ${queued.keys.toFixed(0)} B | ${perCard(queued).toFixed(0)} B |`);
+  console.log(`| done, just ended | ${ended.keys.toFixed(0)} B | ${perCard(ended).toFixed(0)} B |`);
   console.log(`| done, retained | ${finished.keys.toFixed(0)} B | ${perCard(finished).toFixed(0)} B |`);
   const verdict = (bytes: number) => `${bytes.toFixed(0)} B (${(bytes / TARGET_DONE_BYTES).toFixed(2)}×) ${bytes <= TARGET_DONE_BYTES ? 'met' : 'MISSED'}`;
   console.log(`\ntarget: a done, retained card ≤ ${TARGET_DONE_BYTES} B; keys ${verdict(finished.keys)}, used_memory ${verdict(perCard(finished))}`);
