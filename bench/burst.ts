@@ -6,7 +6,7 @@
  *   # defaults 8, 200, 5, 3000
  *
  * Lanes: each round starts a fresh stack (API, worker, supervisor; `lanes up`'s heartbeat) in a
- * process of its own (bench/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
+ * process of its own (bench/support/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
  * on local sandboxes; waits until `GET /v1/lanes` shows no live sandbox and the slot scaler's
  * cooldown since boot has passed; then posts C cards in one `POST {cards:[…]}` and times until N
  * different sandboxes have each started a card. The agent's first act stamps `$EPOCHREALTIME`
@@ -27,8 +27,8 @@ import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
 import { apiClient, startRedis, waitFor } from '../test/harness/index.js';
-import { postJson } from './enqueue-client.js';
-import { startStackProcess } from './stack-client.js';
+import { postJson } from './support/enqueue-client.js';
+import { startStackProcess } from './support/stack-client.js';
 
 const { values } = parseArgs({
   options: {

@@ -16,10 +16,10 @@
  * as a board posting cards one at a time would: one after another, and from C keep-alive clients at once.
  *
  * A third baseline is HTTP itself: a bare Fastify route that only hands the posted cards to
- * `addBulk` (or `add`), posted to by the same client (bench/bare-http.ts). It shows how much of the
+ * `addBulk` (or `add`), posted to by the same client (bench/support/bare-http.ts). It shows how much of the
  * gap to `addBulk` any HTTP API pays before it does anything of its own.
  *
- * The headline figures come from a client in a process of its own (bench/enqueue-client.ts, a
+ * The headline figures come from a client in a process of its own (bench/support/enqueue-client.ts, a
  * `node:http` keep-alive agent), as a board posts from elsewhere: the API's process spends its CPU
  * on the server only. The bench also prints the figures of a client inside the API's own process
  * (`fetch`, the test harness's client, and `node:http`), as it measured before: there the client's
@@ -37,8 +37,8 @@ import { Redis } from 'ioredis';
 import { CardSchema, LaneConfigSchema } from '@lanes/contracts';
 import { QUEUE_PREFIX, jobOptions } from '@lanes/queue';
 import { startRedis, startTestStack } from '../test/harness/index.js';
-import { startBareHttp } from './bare-http.js';
-import { runTask, type ClientReply, type ClientTask } from './enqueue-client.js';
+import { startBareHttp } from './support/bare-http.js';
+import { runTask, type ClientReply, type ClientTask } from './support/enqueue-client.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, singles: { type: 'string', default: '2000' }, clients: { type: 'string', default: '8' } } });
 const ROUNDS = Number(values.rounds);
@@ -60,7 +60,7 @@ const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-enqueue-'));
 const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
 const result: Record<string, unknown> = { bulk: BULK, rounds: ROUNDS, singles: SINGLES, clients: CLIENTS };
 // Forked with this process's execArgv, so it runs under tsx as this one does.
-const child = fork(new URL('./enqueue-client.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+const child = fork(new URL('./support/enqueue-client.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
 /** The c-th of SINGLE_CHUNKS shares of SINGLES; the last takes the remainder. */
 function chunkSize(c: number): number {
   const base = Math.floor(SINGLES / SINGLE_CHUNKS);
@@ -250,7 +250,7 @@ try {
   console.log(`| what HTTP adds per POST of ${BULK} (POST − in-process \`enqueueMany\`) | ${httpMsPer100.toFixed(2)} ms | | | |`);
   console.log(bulkRow(`the same POST of ${BULK} prioritized cards (\`priority: 1\`) vs \`Queue.addBulk\` of ${BULK}`, remotePrioritizedBulk));
   console.log(
-    `| HTTP alone: a bare Fastify route that only calls \`Queue.addBulk\` (bench/bare-http.ts), same client, vs \`addBulk\` of ${BULK} | ${bareHttpBulk.toFixed(0)} jobs/s | ${bareRate.toFixed(0)} jobs/s | ${(bareHttpBulk / bareRate).toFixed(2)}× | |`,
+    `| HTTP alone: a bare Fastify route that only calls \`Queue.addBulk\` (bench/support/bare-http.ts), same client, vs \`addBulk\` of ${BULK} | ${bareHttpBulk.toFixed(0)} jobs/s | ${bareRate.toFixed(0)} jobs/s | ${(bareHttpBulk / bareRate).toFixed(2)}× | |`,
   );
   console.log(
     `| lanes' POST vs that bare route (aggregate; median of rounds ${median(bareHttpRoundRatios).toFixed(2)}×) | ${remoteBulk.toFixed(0)} cards/s | ${bareHttpBulk.toFixed(0)} jobs/s | ${(remoteBulk / bareHttpBulk).toFixed(2)}× | |`,

@@ -11,9 +11,9 @@
  * card's move to running and its files, and the fork of bash inside the sandbox.
  *
  * Lanes: the whole stack (API, worker with 4 slots on local sandboxes, supervisor; `lanes up`'s
- * heartbeat) in a process of its own (bench/stack-process.ts), posted to from this process over a
+ * heartbeat) in a process of its own (bench/support/stack-process.ts), posted to from this process over a
  * keep-alive `node:http` agent, as a board posts from elsewhere. Baseline: a bare BullMQ `Worker`,
- * concurrency 4, in a process of its own (bench/bare-worker.ts), spawning `bash` on the same script
+ * concurrency 4, in a process of its own (bench/support/bare-worker.ts), spawning `bash` on the same script
  * with the card id in its env, fed by `Queue.add` from this process on the same redis-server. So
  * each side's client runs here and each side's worker in a process of its own. `--stack-process
  * shared` runs the stack in this process instead, beside the client (undici's `fetch`), as
@@ -43,8 +43,8 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
-import { postJson } from './enqueue-client.js';
-import { startStackProcess } from './stack-client.js';
+import { postJson } from './support/enqueue-client.js';
+import { startStackProcess } from './support/stack-client.js';
 
 const { values } = parseArgs({
   options: {
@@ -128,7 +128,7 @@ interface BareWorker {
   close(): Promise<void>;
 }
 async function startBareWorker(): Promise<BareWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'bare-worker.ts'), redis.url, BARE, QUEUE_PREFIX, String(SLOTS), 'bash', agent], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'bare-worker.ts'), redis.url, BARE, QUEUE_PREFIX, String(SLOTS), 'bash', agent], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

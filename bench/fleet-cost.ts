@@ -6,7 +6,7 @@
  *   npx tsx --conditions=@lanes/source bench/fleet-cost.ts [--slots 10,100,1000] [--workers 1,2,4] [--idle-ms MS] [--requests N] [--sweeps N]
  *   # defaults: those sizes, 6000 ms (three heartbeats), 100, 20
  *
- * Each configuration gets a fresh redis-server and its own processes (bench/stack-process.ts): the
+ * Each configuration gets a fresh redis-server and its own processes (bench/support/stack-process.ts): the
  * API, the supervisor, and W workers, `lanes up`'s heartbeat (2 s) and sweep (1 s). The slots are
  * lanes of 100 (one lane below 100 slots), each hosted by every worker, the slots shared among them.
  * Once `GET /v1/lanes` shows every slot live and two heartbeats have passed, it measures:
@@ -32,7 +32,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { defaults, type LaneConfigInput } from '@lanes/contracts';
 import { startRedis, waitFor, type TestRedis } from '../test/harness/index.js';
-import { startStackProcess, type StackChild } from './stack-client.js';
+import { startStackProcess, type StackChild } from './support/stack-client.js';
 
 const { values } = parseArgs({
   options: {

@@ -26,7 +26,7 @@
  *    background subtraction as 2.
  * 4. `/healthz` latency during the lanes rounds, probed every 20 ms by `fetch` from this process,
  *    where the stack runs (the figure as first measured); and from a process of its own with a
- *    connection per probe, as a kubelet or a load balancer probes (bench/health-probe.ts); and this
+ *    connection per probe, as a kubelet or a load balancer probes (bench/support/health-probe.ts); and this
  *    process's event-loop delay over the same rounds, the part of either that is the server's own.
  *    The same prober also probes an idle node:http server in a process of its own, in turn with
  *    lanes (bench/probes/idle-healthz.ts): the box's own tail, measured at the same moments.
@@ -43,9 +43,9 @@ import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, keys, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 import { cpuWaitBetween, cpuWaitFigures, readCpuWait, type CpuWaitReading } from './probes/cpu-wait.js';
-import type { ProbeReply, ProbeRequest } from './health-probe.js';
+import type { ProbeReply, ProbeRequest } from './support/health-probe.js';
 import type { IdleHealthzReady } from './probes/idle-healthz.js';
-import { startMonitor } from './monitor.js';
+import { startMonitor } from './support/monitor.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,7 +54,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '21' },
     warmup: { type: 'string', default: '300' },
     'rt-cards': { type: 'string', default: '20' },
-    /** `own`: the baseline worker runs in a process of its own (bench/bare-worker.ts); `shared`: in this one, beside the stack. */
+    /** `own`: the baseline worker runs in a process of its own (bench/support/bare-worker.ts); `shared`: in this one, beside the stack. */
     'bare-process': { type: 'string', default: 'own' },
     /** Only the lanes run, no baseline and no command count: for `node --cpu-prof` of the stack alone. */
     'lanes-only': { type: 'boolean', default: false },
@@ -142,9 +142,9 @@ interface BareWorker {
   close(): Promise<void>;
 }
 
-/** The baseline in its own process (bench/bare-worker.ts): the default. */
+/** The baseline in its own process (bench/support/bare-worker.ts): the default. */
 async function ownBareWorker(url: string): Promise<BareWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'bare-worker.ts'), url, 'bare', QUEUE_PREFIX, String(SLOTS)], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'bare-worker.ts'), url, 'bare', QUEUE_PREFIX, String(SLOTS)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -209,10 +209,10 @@ async function untilCompleted(queue: string, ids: Iterable<string>): Promise<voi
 }
 
 const result: Record<string, unknown> = { cards: CARDS, rounds: ROUNDS, warmup: WARMUP, slots: SLOTS };
-// The kubelet-style /healthz prober, in a process of its own (bench/health-probe.ts), forked with this
+// The kubelet-style /healthz prober, in a process of its own (bench/support/health-probe.ts), forked with this
 // process's execArgv so it runs under tsx as this one does; and the control it probes beside lanes,
 // an idle node:http server in a process of its own (bench/probes/idle-healthz.ts).
-const prober = fork(new URL('./health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
+const prober = fork(new URL('./support/health-probe.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
 const idleServer = fork(new URL('./probes/idle-healthz.ts', import.meta.url).pathname, [], { stdio: 'inherit' });
 const idleUrl = await new Promise<string>((resolve) => idleServer.once('message', (m: IdleHealthzReady) => resolve(`http://127.0.0.1:${m.port}/healthz`)));
 /**

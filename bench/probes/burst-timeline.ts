@@ -15,8 +15,8 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { keys } from '@lanes/queue';
 import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
-import { postJson } from '../enqueue-client.js';
-import { startStackProcess } from '../stack-client.js';
+import { postJson } from '../support/enqueue-client.js';
+import { startStackProcess } from '../support/stack-client.js';
 
 const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, cards: { type: 'string', default: '200' } } });
 const N = Number(values['max-slots']);

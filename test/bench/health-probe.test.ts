@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ProbeReply, ProbeRequest } from '../../bench/health-probe.js';
+import type { ProbeReply, ProbeRequest } from '../../bench/support/health-probe.js';
 import type { IdleHealthzReady } from '../../bench/probes/idle-healthz.js';
 import { waitFor } from '../harness/index.js';
 
@@ -20,7 +20,7 @@ describe('bench: /healthz prober and idle server', () => {
 
   it('probes two servers in turn, a connection per probe, and answers each one its own latencies', async () => {
     const idle = forkTs('probes/idle-healthz.ts');
-    const prober = forkTs('health-probe.ts');
+    const prober = forkTs('support/health-probe.ts');
     children.push(idle, prober);
     const port = await new Promise<number>((resolve) => idle.once('message', (m: IdleHealthzReady) => resolve(m.port)));
     // A server that answers /healthz 30 ms late, and counts its connections.

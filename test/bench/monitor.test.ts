@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMonitor } from '../../bench/monitor.js';
+import { startMonitor } from '../../bench/support/monitor.js';
 import { startRedis, waitFor, type TestRedis } from '../harness/index.js';
 
 /** The throughput bench counts commands per card with this reader; ioredis's monitor mode lost them under load. */

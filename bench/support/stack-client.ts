@@ -1,7 +1,8 @@
 /**
- * Part of the benches: forks bench/stack-process.ts and talks to it (the bench's side of its IPC).
+ * Part of the benches: forks bench/support/stack-process.ts and talks to it (the bench's side of its IPC).
  */
 import { fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import type { StackProcessConfig, StackProcessReady, StackProcessReply, StackProcessRequest } from './stack-process.js';
 
 export interface StackChild {
@@ -14,9 +15,12 @@ export interface StackChild {
 
 type Op = StackProcessRequest extends infer R ? (R extends { op: infer O } ? O : never) : never;
 
-/** `checkout`: another checkout's bench/stack-process.ts (and so its code), e.g. a copy of an older commit. */
+/** `checkout`: another checkout's bench/support/stack-process.ts (and so its code), e.g. a copy of an older commit. */
 export async function startStackProcess(config: StackProcessConfig, checkout?: string): Promise<StackChild> {
-  const script = checkout ? `${checkout}/bench/stack-process.ts` : new URL('./stack-process.ts', import.meta.url).pathname;
+  // An older checkout may keep it at bench/ itself, where it was first written.
+  const script = checkout
+    ? ([`${checkout}/bench/support/stack-process.ts`, `${checkout}/bench/stack-process.ts`].find((p) => existsSync(p)) ?? `${checkout}/bench/support/stack-process.ts`)
+    : new URL('./stack-process.ts', import.meta.url).pathname;
   const child = fork(script, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const ready = await new Promise<StackProcessReady>((resolve, reject) => {

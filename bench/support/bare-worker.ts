@@ -5,7 +5,7 @@
  * does not slow its spawns (fork copies the parent's page tables: in the bench's process the
  * baseline got slower round by round as the stack's heap grew) and its event loop is not shared.
  *
- *   npx tsx bench/bare-worker.ts <redis-url> <queue> <prefix> <concurrency> [command argv…]
+ *   npx tsx bench/support/bare-worker.ts <redis-url> <queue> <prefix> <concurrency> [command argv…]
  *
  * Prints `ready` once the worker listens; SIGTERM closes it and exits.
  */

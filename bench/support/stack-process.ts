@@ -4,13 +4,13 @@
  * that it answers the bench over IPC. Its own process so that the bench's client, and other parts,
  * share neither its event loop nor its heap, as they would not in production.
  *
- *   fork('bench/stack-process.ts', [JSON.stringify(StackProcessConfig)])
+ *   fork('bench/support/stack-process.ts', [JSON.stringify(StackProcessConfig)])
  *
  * Says `{ ready, url, pid }` once up; answers `{ id, op: 'rss' | 'sweep' | 'stop' }` requests
  * with `{ id, … }` (a sweep request times n supervisor sweeps, one after another).
  */
 import type { LaneConfigInput } from '@lanes/contracts';
-import { startTestStack } from '../test/harness/index.js';
+import { startTestStack } from '../../test/harness/index.js';
 import { createNullProvider } from './null-provider.js';
 
 export interface StackProcessConfig {
