@@ -36,13 +36,13 @@ describe('SlotScaler.demandRose (issue 29: a burst grows at once)', () => {
   ])('ticks at once, at most once per cooldown however many cards take the last slot; $label', async ({ laterMs, reads }) => {
     const clock = { now: NOW };
     const { s, reads: counted } = scaler(clock);
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+    // A tick's reads go out as it starts (no await before them), so each count is read at once;
+    // tick() joins a tick in flight, so awaiting it waits for the demand's tick to end, whatever the load.
     s.demandRose();
-    await settle();
     expect(counted.count).toBe(1);
+    await s.tick();
     clock.now = NOW + laterMs;
     s.demandRose();
-    await settle();
     expect(counted.count).toBe(reads);
   });
 });
