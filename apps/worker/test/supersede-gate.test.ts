@@ -53,35 +53,44 @@ describe('endIfSuperseded (real Redis)', () => {
     expect(record?.history.at(-1)?.message).toBe('superseded by c2');
   });
 
-  // KNOWN BUG, found by the chaos soak (--supersede-share, seed 11): a superseded card's run
-  // (supersede "queued", so left to finish) was cut off, its lock lapsed, and its late done was
-  // refused (a board cancel came meanwhile). The card stayed running under that run's token; every
-  // next run of it, holding the job, had its move to cancelled refused as a stale write (the fence:
-  // a run may end only a card it moved to running) and was delayed, and the stalled check handed
-  // the job on, every few seconds, for ever: the card was lost, running. `it.fails` until the gate
-  // can end such a card (a takeover first, or a fence row for a lock holder ending a lapsed run's
-  // card); drop `.fails` with the fix.
-  it.fails('a card a lapsed run left running ends cancelled, superseded, by the run that holds its job now', async () => {
+  // Found by the chaos soak (--supersede-share, seed 11): a superseded card's run (supersede
+  // "queued", so left to finish) was cut off, its lock lapsed, and its late done was refused (a
+  // board cancel came meanwhile). The card stayed running under that run's token, and every next
+  // run of it had its move to cancelled refused (a run may end only a card it moved to running) and
+  // was delayed, for ever: the card was lost, running. A card that started is not superseded at the
+  // gate: the run that holds its job takes it over, and the move to running finds the cancel.
+  it('a card a lapsed run left running is taken over, not superseded at the gate: the move to running finds its cancel', async () => {
     const { card, deps, job, lockAs } = await setup();
     await lockAs('run-a');
     expect((await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-a', slot: 'w-0' }, { kind: 'run', token: 'run-a' })).ok).toBe(true);
+    await store.requestCancel(card.id, 'superseded by c2');
     // Run a's lock lapsed; BullMQ gave the job to run b.
     await lockAs('run-b');
-    const ended = endIfSuperseded(deps, job, card, 'run-b', [], log);
-    await expect(ended).rejects.toBeInstanceOf(UnrecoverableError);
-    await expect(ended).rejects.not.toBeInstanceOf(DelayedError);
-    const record = await store.get(card.id);
-    expect(record?.state).toBe('cancelled');
-    expect(record?.history.at(-1)?.message).toBe('superseded by c2');
-    expect(record?.history.filter((h) => h.state === 'cancelled')).toHaveLength(1);
+    await expect(endIfSuperseded(deps, job, card, 'run-b', [], log)).resolves.toBeUndefined();
+    expect((await store.get(card.id))?.state).toBe('running');
+    const taken = await store.transition(card, { to: 'running', attempt: 2, sandboxId: 'sb-b', slot: 'w-1' }, { kind: 'run', token: 'run-b' });
+    expect(taken).toMatchObject({ ok: true, takeover: true, cancelRequested: true });
+    expect(await store.cancelReason(card.id)).toBe('superseded by c2');
   });
 
   it('leaves a card another live run holds alone: a run that lost the job to it writes nothing', async () => {
     const { card, deps, job, lockAs } = await setup();
     await lockAs('run-a');
     await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb-a', slot: 'w-0' }, { kind: 'run', token: 'run-a' });
-    // Run b asks with a token that is not the job's lock (run a still holds it).
+    const before = (await store.get(card.id))?.history;
+    // Run b asks with a token that is not the job's lock (run a still holds it); its move to running is refused next.
+    await expect(endIfSuperseded(deps, job, card, 'run-b', [], log)).resolves.toBeUndefined();
+    expect((await store.get(card.id))?.history).toEqual(before);
+    expect(await store.transition(card, { to: 'running', attempt: 2, sandboxId: 'sb-b', slot: 'w-1' }, { kind: 'run', token: 'run-b' })).toMatchObject({
+      ok: false,
+      refusal: 'stale',
+    });
+  });
+
+  it('a queued card whose job another run holds now is left to it: nothing written, no place kept', async () => {
+    const { card, deps, job, lockAs } = await setup();
+    await lockAs('run-a');
     await expect(endIfSuperseded(deps, job, card, 'run-b', [], log)).rejects.toBeInstanceOf(DelayedError);
-    expect((await store.get(card.id))?.state).toBe('running');
+    expect((await store.get(card.id))?.state).toBe('queued');
   });
 });
