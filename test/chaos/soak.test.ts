@@ -9,7 +9,25 @@ import { PROJECT_DIR } from '@lanes/cli';
  * 2-core machine and needs root for namespaces (it falls back to plain processes without), so it
  * runs only when LANES_CHAOS_SOAK=1; CI sets it.
  */
-const ARGS = ['--cards', '60', '--minutes', '1', '--seed', '11', '--sandbox-kills', '3', '--cancels', '2', '--settle-seconds', '45', '--json'];
+const ARGS = [
+  '--cards',
+  '60',
+  '--minutes',
+  '1',
+  '--seed',
+  '11',
+  '--sandbox-kills',
+  '3',
+  '--cancels',
+  '2',
+  '--settle-seconds',
+  '45',
+  '--keyed-share',
+  '0.3',
+  '--supersede-share',
+  '0.2',
+  '--json',
+];
 const SOAK_TIMEOUT_MS = 170_000;
 
 function runSoak(): Promise<{ code: number | null; stdout: string; stderr: string }> {
