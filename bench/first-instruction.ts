@@ -32,7 +32,6 @@
  * Targets (issue 29): p50 ≤ 1.5× bare and p99 ≤ 2× bare, idle and under backlog.
  * `--lanes-only` runs the lanes side alone, for `node --cpu-prof`.
  */
-import { spawn } from 'node:child_process';
 import { Agent } from 'node:http';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -43,6 +42,7 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import { startBareWorkerProcess, type BareWorker } from './support/bare-worker-process.js';
 import { postJson } from './support/enqueue-client.js';
 import { startStackProcess } from './support/stack-client.js';
 
@@ -124,24 +124,8 @@ async function untilCompleted(queue: string, ids: readonly string[], since: numb
   );
 }
 
-interface BareWorker {
-  close(): Promise<void>;
-}
-async function startBareWorker(): Promise<BareWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'bare-worker.ts'), redis.url, BARE, QUEUE_PREFIX, String(SLOTS), 'bash', agent], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bare worker exited ${code} before it was ready`)));
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('ready') && resolve());
-  });
-  return {
-    close: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+function startBareWorker(): Promise<BareWorker> {
+  return startBareWorkerProcess(redis.url, BARE, QUEUE_PREFIX, SLOTS, ['bash', agent]);
 }
 
 type Side = 'lanes' | 'other' | 'bare';

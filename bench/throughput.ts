@@ -45,6 +45,7 @@ import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 import { cpuWaitBetween, cpuWaitFigures, readCpuWait, type CpuWaitReading } from './probes/cpu-wait.js';
 import type { ProbeReply, ProbeRequest } from './support/health-probe.js';
 import type { IdleHealthzReady } from './probes/idle-healthz.js';
+import { startBareWorkerProcess, type BareWorker } from './support/bare-worker-process.js';
 import { startMonitor } from './support/monitor.js';
 
 const { values } = parseArgs({
@@ -138,26 +139,9 @@ const pct = (xs: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 };
 
-interface BareWorker {
-  close(): Promise<void>;
-}
-
 /** The baseline in its own process (bench/support/bare-worker.ts): the default. */
-async function ownBareWorker(url: string): Promise<BareWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'bare-worker.ts'), url, 'bare', QUEUE_PREFIX, String(SLOTS)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bare worker exited ${code} before it was ready`)));
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('ready') && resolve());
-  });
-  return {
-    close: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+function ownBareWorker(url: string): Promise<BareWorker> {
+  return startBareWorkerProcess(url, 'bare', QUEUE_PREFIX, SLOTS);
 }
 
 /** The baseline in the bench's own process, beside the stack (`--bare-process shared`: how the bench ran before). */
