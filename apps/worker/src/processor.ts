@@ -7,6 +7,7 @@ import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runn
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
+import { endedJobStub, finishEndedJob } from './ended-job.js';
 import { inResultSpan, inSlotSpan, recordQueueWait, rememberRunTrace, traceLogFields } from './card-trace.js';
 import { CRASHED_RUNS_BUDGET } from './crash-budget.js';
 import { decideStart } from './decide-start.js';
@@ -72,6 +73,9 @@ interface Run {
 export function createProcessor(deps: ProcessorDeps) {
   return async function processCard(job: Job, token?: string): Promise<unknown> {
     const { lane, log: baseLog } = deps;
+    // A card that ended, handed on before BullMQ finished its job: finished from its record, unrun.
+    const ended = endedJobStub(job);
+    if (ended) return finishEndedJob(deps, job, ended, baseLog);
     let card: Card;
     try {
       card = cardFromJob(job, lane.name);

@@ -4,6 +4,7 @@ import { CardStateSchema, agentLimits, type CardState } from '@lanes/contracts';
 import { isCallbackEvent } from './callback-events.js';
 import type { CardWriter, RenderedMove } from './card-move.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
+import { endedJobDataFor } from './ended-job-data.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { KEY_PARK_FIELDS } from './key-limit-script.js';
 import { QUEUE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
@@ -41,7 +42,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *       move but a retry), 'clear' (the finished job is removed; the caller adds the new one
  *       through BullMQ), or the new job's options (JSON: the finished job is replaced here, as
  *       BullMQ's add writes one, WRITE_JOB_LUA), 18 BullMQ's key prefix, 19 the lane, 20 the
- *       new job's priority
+ *       new job's priority, 21 for a terminal move, the job's data from now on (ended-job-data.ts),
+ *       or '' to leave the job's data as it is
  *
  * Listing indexes (names.ts `cardIndex`, `blockedReasonIndex`; read by card-page-script.ts): every
  * move takes the card out of its old state's sorted set and puts it in the new one's, and in and
@@ -53,7 +55,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *
  * Retention: a move to a terminal state (done, failed, cancelled) sets the expiry of every key the
  * card owns: its record and history, and its BullMQ job hash and log list (BullMQ's finishing of
- * the job rewrites fields, which keeps the expiry), and its output stream, which gets an end entry
+ * the job rewrites fields, which keeps the expiry; its data, the card's second copy, becomes the
+ * ended-job stub of ARGV 21, when the job still exists), and its output stream, which gets an end entry
  * (`end` the state, `t` the output bytes written so far) so a reader knows the run's output is all
  * there; a stream that holds only that entry (the card printed nothing) expires after
  * CARD_OUTPUT_END_GRACE_MS instead. Its crash-suspect and fenced-run sets are
@@ -207,6 +210,8 @@ if terminal(to) then
   end
   redis.call('XADD', KEYS[13], '*', 'end', to, 't', written)
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PEXPIRE', key, ARGV[13]) end
+  -- The record keeps the card: the job need not keep it too for the retention (BullMQ's updateData).
+  if ARGV[21] ~= '' and redis.call('EXISTS', KEYS[9]) == 1 then redis.call('HSET', KEYS[9], 'data', ARGV[21]) end
   -- A stream of the end entry alone (no output): kept for readers attached at the end, then gone.
   if not last then redis.call('PEXPIRE', KEYS[13], math.min(tonumber(ARGV[13]), ${agentLimits.CARD_OUTPUT_END_GRACE_MS})) end
 elseif terminal(state) then
@@ -300,6 +305,11 @@ export interface WriteScriptInput {
    * BullMQ); `write` replaces it with a job of these options (bullmq-job-layout.ts) in the same step.
    */
   job?: { kind: 'clear' } | { kind: 'write'; opts: string; priority: number };
+  /**
+   * Whether a terminal move replaces the job's data with the ended-job stub: only under the BullMQ
+   * whose job layout lanes checked (JOB_LAYOUT_WRITABLE), like every write of lanes' into a job.
+   */
+  trimEndedJob: boolean;
 }
 
 /** The keys and arguments of `lanesCardWrite`, in the order WRITE_LUA documents. */
@@ -339,5 +349,6 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     QUEUE_PREFIX,
     queueName(card.lane),
     input.job?.kind === 'write' ? input.job.priority : 0,
+    input.trimEndedJob ? endedJobDataFor(card.id, input.to) : '',
   ];
 }

@@ -12,6 +12,7 @@ import {
   type CardState,
   type LaneConfig,
 } from '@lanes/contracts';
+import { JOB_LAYOUT_WRITABLE } from './bullmq-job-layout.js';
 import { CardHashSchema, recordOf } from './card-hash.js';
 import { CardList, type CardListRequest, type CardListResult } from './card-list.js';
 import { renderMove, type CardMove, type CardWriter } from './card-move.js';
@@ -34,6 +35,11 @@ export interface CardStoreDeps {
   lanes?: readonly Pick<LaneConfig, 'name' | 'retention'>[];
   /** The most entries a history keeps (≥ 2); `DEFAULT_HISTORY_MAX_ENTRIES` unless given (tests give less). */
   historyMaxEntries?: number;
+  /**
+   * Whether a card's end replaces its job's data (the card's second copy) with the ended-job stub
+   * (ended-job-data.ts). JOB_LAYOUT_WRITABLE unless given: only under the BullMQ lanes checked.
+   */
+  trimEndedJobs?: boolean;
 }
 
 /** What a transition came to. A refusal is an answer, not an error: the caller decides what it means. */
@@ -240,11 +246,12 @@ export class CardStore {
     return out;
   }
 
-  private async run(input: Omit<WriteScriptInput, 'retentionMs' | 'historyMaxEntries'>) {
+  private async run(input: Omit<WriteScriptInput, 'retentionMs' | 'historyMaxEntries' | 'trimEndedJob'>) {
     const args = writeScriptArgs({
       ...input,
       retentionMs: this.retentionMs.get(input.card.lane) ?? terminalRetentionMs(undefined),
       historyMaxEntries: this.historyMaxEntries,
+      trimEndedJob: this.deps.trimEndedJobs ?? JOB_LAYOUT_WRITABLE,
     });
     return ScriptReplySchema.parse(await this.deps.redis.lanesCardWrite(...args));
   }

@@ -10,6 +10,7 @@ export { decodeCardCursor, encodeCardCursor, filterFingerprint, type CardListCur
 export { renderMove, type CardMove, type CardWriter } from './card-move.js';
 export { evaluateRunFence, reclaimLockMsFor, type RunFenceDecision, type RunFenceSnapshot } from './run-fence.js';
 export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-layout.js';
+export { EndedJobDataSchema, endedJobDataFor, type EndedJobData } from './ended-job-data.js';
 export { appendJobLog } from './job-log-append.js';
 export { CardOutput, trimOutputTail, type OutputEntry, type OutputPage } from './card-output.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';

@@ -4,7 +4,8 @@ import { terminalRetentionMs, type Card, type LaneConfig } from '@lanes/contract
 /**
  * BullMQ keeps at most this many completed jobs per lane, and as many failed ones (besides their
  * age, the lane's retention): a bound on a lane's finished jobs whatever the retention. A finished
- * job costs well under 1 KiB plus its output log (bench/retention-memory.ts).
+ * job costs about 1 KiB plus its output log, its data cut to the ended-job stub (ended-job-data.ts;
+ * bench/retention-memory.ts).
  */
 export const COMPLETED_JOB_KEEP_COUNT = 10_000;
 export const FAILED_JOB_KEEP_COUNT = 10_000;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaults, isTerminalCardState, parseLanesConfig, type Card } from '@lanes/contracts';
-import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, type CardMove, type CardWriter } from '@lanes/queue';
+import { CardStore, EndedJobDataSchema, LaneQueues, QUEUE_PREFIX, appendJobLog, createRedis, keys, type CardMove, type CardWriter } from '@lanes/queue';
 import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
@@ -60,6 +60,39 @@ describe('card retention in the transition script', () => {
     }
     expect(await redis.exists(keys.crashSuspects(card.id), keys.fencedRuns(card.id))).toBe(0);
     expect(await redis.zscore(keys.blocked(card.lane), card.id)).toBeNull();
+  });
+
+  it.each<[string, CardMove]>([
+    ['done', { to: 'done', attempt: 1, sandboxId: 'sb', result: { pr: 'x' } }],
+    ['failed', { to: 'failed', attempt: 1, sandboxId: 'sb', failedReason: 'command-failed' }],
+    ['cancelled', { to: 'cancelled', attempt: 1, sandboxId: 'sb' }],
+  ])('a move to %s leaves the card in its record alone: the job’s data becomes the ended-job stub', async (name, end) => {
+    const card = newCard();
+    await runToEnd(card, end);
+    const data: unknown = JSON.parse((await redis.hget(keys.job(card.lane, card.id), 'data'))!);
+    expect(EndedJobDataSchema.parse(data)).toEqual({ ended: name, id: card.id });
+    expect((await store.get(card.id))?.title).toBe(card.title);
+  });
+
+  it('moves that do not end the card leave the job’s data whole; an end makes no job that BullMQ removed', async () => {
+    const card = newCard();
+    await store.create(card);
+    const writer = await takeJob(card, uid('tok'));
+    await store.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+    expect(JSON.parse((await redis.hget(keys.job(card.lane, card.id), 'data'))!)).toEqual(card);
+    await redis.del(keys.job(card.lane, card.id));
+    await store.transition(card, { to: 'done', attempt: 1, sandboxId: 'sb' }, writer);
+    expect(await redis.exists(keys.job(card.lane, card.id))).toBe(0);
+  });
+
+  it('with trimEndedJobs off (a BullMQ lanes did not check), an end leaves the job’s data whole', async () => {
+    const untrimmed = new CardStore({ redis, now: Date.now, lanes: [{ name: oneDayLane, retention: { terminalCardDays: 1 } }], trimEndedJobs: false });
+    const card = newCard();
+    await untrimmed.create(card);
+    const writer = await takeJob(card, uid('tok'));
+    await untrimmed.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+    await untrimmed.transition(card, { to: 'done', attempt: 1, sandboxId: 'sb' }, writer);
+    expect(JSON.parse((await redis.hget(keys.job(card.lane, card.id), 'data'))!)).toEqual(card);
   });
 
   it('a lane the store was not told of gets the default retention', async () => {
