@@ -32,7 +32,10 @@ export function decideEndedJob(jobId: string, lane: string, stub: EndedJobData, 
 
 /** The ended-job stub, when that is what the job carries. */
 export function endedJobStub(job: Job): EndedJobData | undefined {
-  const parsed = EndedJobDataSchema.safeParse(job.data);
+  const data: unknown = job.data;
+  // Every job is asked: a card (no `ended` field) is told apart without a schema's failed parse.
+  if (data === null || typeof data !== 'object' || !('ended' in data)) return undefined;
+  const parsed = EndedJobDataSchema.safeParse(data);
   return parsed.success ? parsed.data : undefined;
 }
 
