@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Redis, type RedisOptions } from 'ioredis';
 import { ConfigError, parseRedisUrl, redactRedisUrl as redact, type RedisTarget, type SentinelTarget } from '@lanes/contracts';
 
@@ -20,14 +21,45 @@ class ClosableRedis extends Redis {
   }
 }
 
+/** The ioredis whose SentinelConnector (its private `failoverDetector`) `endsWhole` was read against. */
+export const SENTINEL_DETECTOR_IOREDIS_VERSION = '5.11.1';
+
+/** The ioredis this process runs (its package.json; ioredis declares no exports map). */
+export const installedIoredisVersion: string = (createRequire(import.meta.url)('ioredis/package.json') as { version: string }).version;
+
+/** Whether a closed socket's failover detector is dropped: only under the ioredis it was read against. */
+export function dropsStaleFailoverDetector(ioredisVersion: string = installedIoredisVersion): boolean {
+  return ioredisVersion === SENTINEL_DETECTOR_IOREDIS_VERSION;
+}
+
+interface SentinelConnectorInternals {
+  disconnect(): void;
+  failoverDetector: { cleanup(): void } | null;
+}
+
 /**
- * ioredis 5 ends a Sentinel connection's failover detector (its subscriptions to every sentinel)
- * only on `disconnect()`: after `quit()`, or a retry strategy that gave up, those sockets stayed
- * open, so a stopped `lanes up` never exited. Once the connection has ended for good, its
- * connector (private in ioredis) is told to disconnect too, which closes them.
+ * Two holes in ioredis 5's Sentinel connector, closed from outside it:
+ *
+ * - It ends a connection's failover detector (its subscriptions to every sentinel) only on
+ *   `disconnect()`: after `quit()`, or a retry strategy that gave up, those sockets stayed open, so
+ *   a stopped `lanes up` never exited. Once the connection has ended for good, its connector is
+ *   told to disconnect too, which closes them.
+ * - A socket that closed by itself (the primary killed) keeps its detector subscribed while the
+ *   connection reconnects. A `+switch-master` heard while the reconnect still asks a sentinel for
+ *   the primary then disconnects the connector under that lookup, and ioredis ends the connection
+ *   for good ("Connection is closed"). The detector only exists to leave a socket that stays open
+ *   on a primary that froze, so it is dropped with its socket; the next socket subscribes anew.
  */
-function endsWhole(conn: Redis): Redis {
-  if (conn.options.sentinels) conn.on('end', () => (conn as unknown as { connector: { disconnect(): void } }).connector.disconnect());
+function endsWhole(conn: Redis, dropStaleDetector = dropsStaleFailoverDetector()): Redis {
+  if (!conn.options.sentinels) return conn;
+  const connector = () => (conn as unknown as { connector: SentinelConnectorInternals }).connector;
+  conn.on('end', () => connector().disconnect());
+  if (dropStaleDetector)
+    conn.on('close', () => {
+      const c = connector();
+      c.failoverDetector?.cleanup();
+      c.failoverDetector = null;
+    });
   return conn;
 }
 

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
+import { SENTINEL_DETECTOR_IOREDIS_VERSION, dropsStaleFailoverDetector, installedIoredisVersion } from '../src/connection.js';
 import { startSentinelGroup, waitFor, type TestSentinelGroup } from '../../../test/harness/index.js';
 
 /** Which data node a connection is on, by the port that node reports. */
@@ -33,6 +34,14 @@ describe('createRedis: the options a URL compiles to (no connection made)', () =
     // The API's own fail-fast connection overrides the default, as before.
     expect(createRedis('redis+sentinel://s1.invalid/lanes', { lazyConnect: true, maxRetriesPerRequest: 1 }).options.maxRetriesPerRequest).toBe(1);
     expect(createRedis('redis+sentinel://s1.invalid/lanes', { lazyConnect: true }).options.tls).toBeUndefined();
+  });
+
+  it("drops a closed socket's failover detector only under the ioredis whose connector it was read against", () => {
+    // A new ioredis: re-read SentinelConnector (failoverDetector, connectToNext) and run the
+    // Sentinel tests below before moving the version in connection.ts.
+    expect(installedIoredisVersion).toBe(SENTINEL_DETECTOR_IOREDIS_VERSION);
+    expect(dropsStaleFailoverDetector()).toBe(true);
+    expect(dropsStaleFailoverDetector('5.12.0')).toBe(false);
   });
 
   it('a bad URL is a ConfigError naming the part, before any connection', () => {
@@ -123,6 +132,45 @@ describe('createRedis on Sentinel', () => {
     } finally {
       // Killed while stopped: a frozen primary must not thaw into a second primary under the test.
       await frozen.kill();
+    }
+  });
+
+  it("a failover announced while a reconnect is still asking a sentinel for the primary does not end the connection for good (ioredis 5's stale failover detector)", async () => {
+    group = await startSentinelGroup();
+    const conn = track(createRedis(group.url));
+    const old = await group.primaryPort();
+    expect(await conn.incr('n')).toBe(1);
+    expect(await conn.wait(1, 5_000)).toBe(1);
+    // ioredis asks the sentinel that found the primary first: a stopped one holds the lookup open
+    // (the kernel still accepts the socket) for as long as this test needs it.
+    const asked = track(createRedis(`redis://127.0.0.1:${group.sentinelPorts[0]}`));
+    const askedPid = Number(/process_id:(\d+)/.exec(await asked.info('server'))![1]);
+    const announcer = track(createRedis(`redis://127.0.0.1:${group.sentinelPorts[1]}`));
+    const listener = track(createRedis(`redis://127.0.0.1:${group.sentinelPorts[1]}`));
+    const oldPrimary = track(group.connect(old));
+    // The connection's socket closes under it (as at a kill -9) while the sentinels still watch.
+    const id = (await conn.client('ID')) as number;
+    process.kill(askedPid, 'SIGSTOP');
+    try {
+      await oldPrimary.client('KILL', 'ID', String(id));
+      await waitFor('the reconnect to be asking the stopped sentinel', () => conn.status === 'connecting');
+      const during = conn.incr('n');
+      const announced = new Promise<void>((resolve) => listener.once('message', () => resolve()));
+      await listener.subscribe('+switch-master');
+      await announcer.call('SENTINEL', 'FAILOVER', group.name);
+      await announced;
+      // One round trip after the announcement: the sentinel wrote it to every subscriber before it
+      // answers this, so any detector still subscribed has heard it too.
+      await announcer.ping();
+      process.kill(askedPid, 'SIGCONT');
+      // Before: the detector of the closed socket heard +switch-master, cut the lookup short, and
+      // ioredis set the connection to `end`: this write failed with "Connection is closed".
+      expect(await during).toBe(2);
+      const promoted = await group.waitForPromotion(old);
+      await waitFor('the connection to be on the new primary', async () => (await portOf(conn)) === promoted);
+      expect(conn.status).toBe('ready');
+    } finally {
+      process.kill(askedPid, 'SIGCONT');
     }
   });
 
