@@ -41,7 +41,14 @@ describe('FleetStore liveness (real Redis)', () => {
   it("a lane's slots read back by worker, then slot, in code-unit order (the same on every host, no collator)", async () => {
     const lane = uid('lane');
     const put = (worker: string, slot: string) => fleet.putSlot(lane, { worker, slot });
-    for (const [worker, slot] of [['w-b', 'lane-2'], ['w-a', 'lane-b'], ['w-B', 'lane-1'], ['w-a', 'lane-B'], ['w-a', 'lane-10']] as const) await put(worker, slot);
+    for (const [worker, slot] of [
+      ['w-b', 'lane-2'],
+      ['w-a', 'lane-b'],
+      ['w-B', 'lane-1'],
+      ['w-a', 'lane-B'],
+      ['w-a', 'lane-10'],
+    ] as const)
+      await put(worker, slot);
     // A collator sorts case-blind ('w-a' before 'w-B'); code units put capitals first.
     expect((await fleet.slots(lane)).map((s) => `${s.worker}/${s.slot}`)).toEqual(['w-B/lane-1', 'w-a/lane-10', 'w-a/lane-B', 'w-a/lane-b', 'w-b/lane-2']);
   });
