@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { defaults, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
 import { CardStore, EventLog, EventWindow, FleetStore, LaneQueues } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
-import { LivenessTracker } from '@lanes/supervision';
+import { LivenessTracker, VERDICT_EVENT_TYPES } from '@lanes/supervision';
 import { CallbackDispatcher } from './callbacks.js';
 import type { CallbackLookup } from './callback-target.js';
 import type { CallbackConcurrencyConfig, CallbackRetryConfig } from './callback-policy.js';
@@ -66,7 +66,8 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
   const log = options.log.child({ component: 'supervisor' });
   const { redis, lanes } = options;
   const events = new EventLog(redis);
-  const recentEvents = new EventWindow(events, FLEET_WINDOW_MS, RECENT_EVENTS);
+  // The sweep reads only slot verdicts from it: the other events (a burst's card.queued) stay undecoded.
+  const recentEvents = new EventWindow(events, FLEET_WINDOW_MS, RECENT_EVENTS, VERDICT_EVENT_TYPES);
   // With the log, a write the transition script refuses (a stale re-drive) is logged as card.stale-write.
   const store = new CardStore({ redis, events, now, lanes, log });
   const fleet = new FleetStore(redis);

@@ -17,6 +17,11 @@ export interface EventPage {
   lastId: string | undefined;
 }
 
+/** The newest entries of a range: `full` when the count was reached, so older ones in the range may be left unread. */
+export interface LatestPage extends EventPage {
+  full: boolean;
+}
+
 type StreamEntries = Array<[string, string[]]>;
 const pageOf = (entries: StreamEntries): EventPage => ({ events: decodeEntries(entries), lastId: entries.at(-1)?.[0] });
 
@@ -55,16 +60,27 @@ export class EventLog {
     return entries[0]?.[0] ?? '0-0';
   }
 
-  /** The latest `count` events at or after `sinceMs` (stream ids are millisecond timestamps), oldest first. */
-  async since(sinceMs: number, count: number): Promise<StoredEvent[]> {
-    const entries = (await this.redis.xrevrange(keys.events(), '+', `${Math.max(0, Math.floor(sinceMs))}-0`, 'COUNT', count)) as Array<[string, string[]]>;
-    return decodeEntries(entries).reverse();
+  /**
+   * The latest `count` entries at or after `sinceMs` (stream ids are millisecond timestamps), oldest
+   * first, as the events among them of `types` (every type when none is given).
+   */
+  async since(sinceMs: number, count: number, types?: ReadonlySet<string>): Promise<StoredEvent[]> {
+    return (await this.sincePage(sinceMs, count, types)).events;
   }
 
-  /** The latest `count` events after stream id `afterId` (exclusive), oldest first. */
-  async newerThan(afterId: string, count: number): Promise<StoredEvent[]> {
-    const entries = (await this.redis.xrevrange(keys.events(), '+', `(${afterId}`, 'COUNT', count)) as Array<[string, string[]]>;
-    return decodeEntries(entries).reverse();
+  /** As `since`, with the newest entry's id (kept or not) and whether the count was reached. */
+  async sincePage(sinceMs: number, count: number, types?: ReadonlySet<string>): Promise<LatestPage> {
+    return this.latest(`${Math.max(0, Math.floor(sinceMs))}-0`, count, types);
+  }
+
+  /** As `since`, after stream id `afterId` (exclusive). */
+  async newerThan(afterId: string, count: number, types?: ReadonlySet<string>): Promise<LatestPage> {
+    return this.latest(`(${afterId}`, count, types);
+  }
+
+  private async latest(from: string, count: number, types: ReadonlySet<string> | undefined): Promise<LatestPage> {
+    const entries = (await this.redis.xrevrange(keys.events(), '+', from, 'COUNT', count)) as StreamEntries;
+    return { events: decodeEntries(entries, types).reverse(), lastId: entries[0]?.[0], full: entries.length >= count };
   }
 
   async recent(count: number): Promise<StoredEvent[]> {
@@ -73,12 +89,15 @@ export class EventLog {
   }
 }
 
-function decodeEntries(entries: StreamEntries): StoredEvent[] {
+/** Entries of a type outside `types` are skipped before the schema: a burst's card.queued events cost a reader that never reads them nothing but a JSON parse. */
+function decodeEntries(entries: StreamEntries, types?: ReadonlySet<string>): StoredEvent[] {
   const out: StoredEvent[] = [];
   for (const [id, fields] of entries) {
     const raw = fields[fields.indexOf('e') + 1];
     if (raw === undefined) continue;
-    const parsed = LaneEventSchema.safeParse(JSON.parse(raw));
+    const json: unknown = JSON.parse(raw);
+    if (types && !types.has((json as { type?: unknown } | null)?.type as string)) continue;
+    const parsed = LaneEventSchema.safeParse(json);
     if (parsed.success) out.push({ ...parsed.data, id });
   }
   return out;

@@ -47,4 +47,18 @@ describe('EventWindow on real Redis', () => {
     expect(ids(await window.read(20_000))).toEqual(['c2', 'c3', 'c4']);
     expect(ids(await log.since(20_000 - 60_000, 3))).toEqual(['c2', 'c3', 'c4']);
   });
+
+  it('with types, keeps only events of them, and reads past the skipped ones once (a later page is not taken for a full one)', async () => {
+    const window = new EventWindow(log, 60_000, 3, new Set(['card.done']));
+    const queued = (ms: number, cardId: string) =>
+      redis.xadd(keys.events(), `${ms}-0`, 'e', JSON.stringify({ type: 'card.queued', at: new Date(ms).toISOString(), lane: 'l', cardId }));
+    await add(10_000, 0, 'd1');
+    for (let i = 1; i <= 2; i++) await queued(10_000 + i, `q${i}`);
+    expect(ids(await window.read(20_000))).toEqual(['d1']);
+    // Two more entries: read from the last entry read, this is a page of 2, not of every entry since d1.
+    for (let i = 3; i <= 4; i++) await queued(10_000 + i, `q${i}`);
+    expect(ids(await window.read(20_000))).toEqual(['d1']);
+    await add(10_005, 0, 'd2');
+    expect(ids(await window.read(20_000))).toEqual(['d1', 'd2']);
+  });
 });

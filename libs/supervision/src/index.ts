@@ -74,7 +74,7 @@ export {
 } from './key-admission.js';
 export { evaluateSupersede, type SupersedeDecision } from './supersede.js';
 export { evaluateRedriveGate, type RedriveGateSnapshot, type RedriveGateDecision } from './redrive-gate.js';
-export { slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
+export { VERDICT_EVENT_TYPES, slotVerdictsOf, type VerdictEvent } from './slot-verdicts.js';
 export {
   DEFAULT_FLEET_MIN_OUTAGE_SLOTS,
   evaluateFleet,

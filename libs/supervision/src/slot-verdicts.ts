@@ -19,17 +19,18 @@ export function slotVerdictsOf(events: readonly VerdictEvent[], lane: string): S
   return out;
 }
 
+/** What each event type that speaks of a slot's health says; any other type says nothing. */
+const VERDICT_OF: Partial<Record<VerdictEvent['type'], (e: VerdictEvent) => Verdict | undefined>> = {
+  'sandbox.dead': () => 'sandbox-dead',
+  'card.blocked': (e) => (e.data?.blockedReason === 'provider-outage' ? 'provider-outage' : undefined),
+  'sandbox.live': () => 'ok',
+  'sandbox.respawned': () => 'ok',
+  'card.done': () => 'ok',
+};
+
+/** The event types `slotVerdictsOf` reads: a reader of the event stream for it may skip the rest undecoded. */
+export const VERDICT_EVENT_TYPES: ReadonlySet<string> = new Set(Object.keys(VERDICT_OF));
+
 function verdictOf(e: VerdictEvent): Verdict | undefined {
-  switch (e.type) {
-    case 'sandbox.dead':
-      return 'sandbox-dead';
-    case 'card.blocked':
-      return e.data?.blockedReason === 'provider-outage' ? 'provider-outage' : undefined;
-    case 'sandbox.live':
-    case 'sandbox.respawned':
-    case 'card.done':
-      return 'ok';
-    default:
-      return undefined;
-  }
+  return VERDICT_OF[e.type]?.(e);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Verdict } from '@lanes/contracts';
-import { slotVerdictsOf, type VerdictEvent } from '@lanes/supervision';
+import { EventTypeSchema, type Verdict } from '@lanes/contracts';
+import { VERDICT_EVENT_TYPES, slotVerdictsOf, type VerdictEvent } from '@lanes/supervision';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const ev = (type: VerdictEvent['type'], extra: Partial<VerdictEvent> = {}): VerdictEvent => ({ type, at: AT, lane: 'a', slot: '0', ...extra });
@@ -19,5 +19,13 @@ describe('slotVerdictsOf', () => {
   ])('%s → %s', (_what, event, verdict) => {
     const out = slotVerdictsOf([event], 'a');
     expect(out).toEqual(verdict ? [{ slot: '0', verdict, at: Date.parse(AT) }] : []);
+  });
+});
+
+describe('VERDICT_EVENT_TYPES: what a reader of the stream for slotVerdictsOf may not skip', () => {
+  it.each(EventTypeSchema.options)('%s is listed exactly when some event of it reads as a verdict', (type) => {
+    const withOutage = ev(type, { data: { blockedReason: 'provider-outage' } });
+    const speaks = slotVerdictsOf([ev(type), withOutage], 'a').length > 0;
+    expect(VERDICT_EVENT_TYPES.has(type)).toBe(speaks);
   });
 });
