@@ -89,7 +89,25 @@ export function hasEnvEntry(pid, entry) {
  * @param {ReadonlySet<number>} [exclude]
  */
 export function findByEnvEntry(entry, exclude) {
-  return scanProcesses().filter((p) => isRunningState(p.state) && !exclude?.has(p.pid) && hasEnvEntry(p.pid, entry));
+  // The environment is read first and the stat only of a match: a scan reads one file per host
+  // process, not two (it runs on every reap, over every process of the host).
+  /** @type {import('./proc.d.mts').ProcStat[]} */
+  const out = [];
+  let names;
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    const code = name.charCodeAt(0);
+    if (code < 48 || code > 57) continue;
+    const pid = Number(name);
+    if (exclude?.has(pid) || !hasEnvEntry(pid, entry)) continue;
+    const stat = readStat(pid);
+    if (stat && isRunningState(stat.state)) out.push(stat);
+  }
+  return out;
 }
 
 /**

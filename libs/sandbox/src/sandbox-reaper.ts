@@ -8,6 +8,18 @@ export const EXEC_ID_ENV = 'LANES_EXEC_ID';
 /** SIGKILL is asynchronous; give the kernel this long to tear a sandbox down before reporting survivors. */
 export const REAP_TIMEOUT_MS = 5_000;
 const REAP_POLL_INTERVAL_MS = 10;
+/** While a sandbox's root or namespace init still lives, the host-wide member scan runs at most this often. */
+export const REAP_SCAN_INTERVAL_MS = 100;
+
+/**
+ * Whether a reap's poll scans the host for the sandbox's members now. The scan reads every host
+ * process's environment (milliseconds per scan, on the caller's event loop), and a namespace's
+ * members die with its init, so it waits for the root and the init to go; it still runs every
+ * `REAP_SCAN_INTERVAL_MS` meanwhile, for members outside a namespace that a stuck root leaves running.
+ */
+export function reapScanDue(s: { rootAlive: boolean; nsInitAlive: boolean; msSinceScan: number }): boolean {
+  return (!s.rootAlive && !s.nsInitAlive) || s.msSinceScan >= REAP_SCAN_INTERVAL_MS;
+}
 
 /** What is known about a sandbox to kill; a bare id still finds its processes by their env marker. */
 export interface ReapTarget {
@@ -44,16 +56,26 @@ export async function reapSandbox(target: ReapTarget, groups: Iterable<number> =
   killGroupsStillOurs(target.id, groups);
 
   let survivors: number[] = [];
+  // The reap's start counts as a scan's time: the first scan waits for the root, or for the interval.
+  let scannedAt = Date.now();
+  const scan = (): void => {
+    scannedAt = Date.now();
+    survivors = sandboxMembers(target.id);
+    for (const pid of survivors) signal(pid, 'SIGKILL');
+  };
   const done = await pollUntil(
     () => {
-      survivors = sandboxMembers(target.id);
-      for (const pid of survivors) signal(pid, 'SIGKILL');
-      return survivors.length === 0 && !nsInitAlive() && !rootAlive();
+      const state = { rootAlive: rootAlive(), nsInitAlive: nsInitAlive() };
+      if (!reapScanDue({ ...state, msSinceScan: Date.now() - scannedAt })) return false;
+      scan();
+      return !state.rootAlive && !state.nsInitAlive && survivors.length === 0;
     },
     timeoutMs,
     REAP_POLL_INTERVAL_MS,
   );
-  return done ? [] : survivors;
+  if (done) return [];
+  scan();
+  return survivors;
 }
 
 function killGroupsStillOurs(id: string, groups: Iterable<number>): void {
