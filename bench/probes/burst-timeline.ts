@@ -2,7 +2,8 @@
  * Where a burst's time goes on a lane that idles at zero sandboxes: one round as bench/burst.ts runs
  * it (a fresh stack in a process of its own, `minSlots: 0`, a burst of cards in one POST), then the
  * lane's events from Redis (slots added, sandboxes starting and live, cards running) and the agents'
- * stamps, as offsets from the POST.
+ * stamps, as offsets from the POST; then the CPU the stack process, its redis-server and the whole
+ * box spent from the POST until the N-th sandbox's agent ran (what the sandboxes' starts compete with).
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-timeline.ts [--max-slots N] [--cards C]
  */
@@ -22,6 +23,28 @@ const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default
 const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
 const wallMs = () => performance.timeOrigin + performance.now();
+/** Linux's USER_HZ: /proc's CPU times count hundredths of a second. */
+const MS_PER_TICK = 10;
+/** A process's user + system CPU so far (/proc/<pid>/stat fields 14 and 15), in ms. */
+const processCpuMs = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+};
+/** The box's busy and total CPU so far (/proc/stat's first line; idle and iowait are not busy), in ms. */
+const boxCpuMs = () => {
+  const ticks = readFileSync('/proc/stat', 'latin1').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: (total - ticks[3]! - ticks[4]!) * MS_PER_TICK, total: total * MS_PER_TICK };
+};
+/** The distinct sandboxes (the card file's workdir) whose agents have stamped. */
+const stampedSandboxes = () =>
+  new Set(
+    readFileSync(stampFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split(' ')[2]!.split('/cards/')[0]),
+  );
 const redis = await startRedis();
 const conn = new Redis(redis.url);
 const dir = mkdtempSync(join(tmpdir(), 'lanes-probe-burst-'));
@@ -47,9 +70,14 @@ try {
     await waitFor('zero live', async () => ((await api.lanes())[0]?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined, { intervalMs: 50, timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
     const eventsFrom = `${Date.now()}-0`;
+    const cpu0 = { stack: processCpuMs(stack.pid), redis: processCpuMs(redis.pid!), box: boxCpuMs() };
     const t0 = wallMs();
     const res = await postJson(http, stack.url!, '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `c-${i}`, lane: 'burst', title: 'burst' })) });
     const posted = wallMs() - t0;
+    await waitFor(`${N} sandboxes running agents`, () => stampedSandboxes().size >= N || undefined, { intervalMs: 5, timeoutMs: 30_000 });
+    const allRunningMs = wallMs() - t0;
+    const cpu1 = { stack: processCpuMs(stack.pid), redis: processCpuMs(redis.pid!), box: boxCpuMs() };
+    // The events' tail (cards running after the N-th agent) lands after it.
     await new Promise((r) => setTimeout(r, 1_500));
     const rows: Array<[number, string]> = [[posted, `POST answered ${res.status}`]];
     for (const [, fields] of (await conn.xrange(keys.events(), eventsFrom, '+')) as Array<[string, string[]]>) {
@@ -65,6 +93,9 @@ try {
       rows.push([Number(at) * 1000 - t0, `AGENT ${id} in a new sandbox (${seen.size})`]);
     }
     for (const [at, what] of rows.sort((a, b) => a[0] - b[0]).slice(0, 60)) console.log(`${at.toFixed(1).padStart(8)} ms  ${what}`);
+    console.log(
+      `\nCPU from the POST to the ${N}th agent (${allRunningMs.toFixed(0)} ms): the stack process ${cpu1.stack - cpu0.stack} ms (resident ${readFileSync(`/proc/${stack.pid}/status`, 'latin1').match(/VmRSS:\s*(\d+)/)?.[1]} kB), its redis-server ${cpu1.redis - cpu0.redis} ms, the box ${cpu1.box.busy - cpu0.box.busy} of ${cpu1.box.total - cpu0.box.total} ms (USER_HZ ticks)`,
+    );
   } finally {
     await stack.stop();
   }
