@@ -26,8 +26,19 @@ export function decideEndedJob(jobId: string, lane: string, stub: EndedJobData, 
   if (!record) return { kind: 'fail', message: `invalid card: data: ${says}, but the card has no record` };
   if (record.lane !== lane) return { kind: 'fail', message: `invalid card: data: ${says}, but its record is of lane "${record.lane}"` };
   if (!isTerminalCardState(record.state)) return { kind: 'fail', message: `invalid card: data: ${says}, but its record is ${record.state}` };
+  return answerForEndedCard(jobId, record);
+}
+
+/** What BullMQ is told of a job whose card has ended, by whoever finds it so: done completes it with the card's result; any other end fails it. */
+export function answerForEndedCard(cardId: string, record: Pick<CardRecord, 'state' | 'result'>): EndedJobAnswer {
   if (record.state === 'done') return { kind: 'complete', result: record.result ?? null };
-  return { kind: 'fail', message: `card ${jobId} is already ${record.state}` };
+  return { kind: 'fail', message: `card ${cardId} is already ${record.state}` };
+}
+
+/** Carries an answer out in a BullMQ processor: the value that completes the job, or the error that fails it for good. */
+export function settleEndedJob(answer: EndedJobAnswer): unknown {
+  if (answer.kind === 'complete') return answer.result;
+  throw new UnrecoverableError(answer.message);
 }
 
 /** The ended-job stub, when that is what the job carries. */
@@ -44,6 +55,5 @@ export async function finishEndedJob(deps: { store: Pick<CardStore, 'get'>; lane
   const jobId = job.id ?? '';
   const answer = decideEndedJob(jobId, deps.lane.name, stub, await deps.store.get(jobId));
   log.info({ cardId: jobId, event: 'card.ended-job', answer: answer.kind, ...(answer.kind === 'fail' ? { reason: answer.message } : {}) }, 'card.ended-job');
-  if (answer.kind === 'complete') return answer.result;
-  throw new UnrecoverableError(answer.message);
+  return settleEndedJob(answer);
 }

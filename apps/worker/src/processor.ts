@@ -7,7 +7,7 @@ import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runn
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
-import { endedJobStub, finishEndedJob } from './ended-job.js';
+import { answerForEndedCard, endedJobStub, finishEndedJob, settleEndedJob } from './ended-job.js';
 import { inResultSpan, inSlotSpan, recordQueueWait, rememberRunTrace, traceLogFields } from './card-trace.js';
 import { CRASHED_RUNS_BUDGET } from './crash-budget.js';
 import { decideStart } from './decide-start.js';
@@ -262,8 +262,8 @@ async function beforeRunning(run: Run, context: RunContext, outcome: CardOutcome
  * lock before BullMQ heard: complete it, so the queue agrees with the card.
  */
 async function finished(run: Run, state: CardState): Promise<unknown> {
-  if (state === 'done') return (await run.deps.store.get(run.card.id))?.result ?? null;
-  throw new UnrecoverableError(`card ${run.card.id} is already ${state}`);
+  const result = state === 'done' ? (await run.deps.store.get(run.card.id))?.result : undefined;
+  return settleEndedJob(answerForEndedCard(run.card.id, { state, result }));
 }
 
 /** Carries out the decision: one card move under the run token, then the matching BullMQ move. */
