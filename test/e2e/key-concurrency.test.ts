@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_LIMIT_WAITING } from '@lanes/contracts';
+import { EventLog, createRedis } from '@lanes/queue';
 import { agentLedger, startRedis, startTestStack, waitFor, type LedgerLine, type TestRedis, type TestStack } from '../harness/index.js';
 
 const LANE = 'fair';
@@ -74,6 +75,14 @@ setTimeout(() => { log('end', { key: card.concurrencyKey }); }, ${CARD_MS});
     // A parked card says why it waits, stays queued, and the lane counts it.
     const parked = await t.api.waitCard('a-19', 'a-19 waiting (key limit)', (c) => c.stateDetail === KEY_LIMIT_WAITING);
     expect(parked.state).toBe('queued');
+    // And says so on the event stream (what /v1/events serves): its key, gate and the backstop.
+    const conn = createRedis(redis.url);
+    const events = new EventLog(conn);
+    const waiting = await waitFor('a-19 card.key-waiting on the event stream', async () =>
+      (await events.recent(2_000)).find((e) => e.type === 'card.key-waiting' && e.cardId === 'a-19'),
+    ).finally(() => conn.disconnect());
+    expect(waiting).toMatchObject({ lane: LANE, data: { key: 'acme/a', gate: 'concurrency' } });
+    expect(Date.parse(String(waiting.data?.retryAt))).toBeGreaterThan(Date.parse(waiting.at));
     const status = await waitFor('the lane counts parked cards', async () => {
       const lane = (await t.api.lanes())[0]!;
       return (lane.counts[KEY_LIMIT_WAITING] ?? 0) >= 10 ? lane : undefined;

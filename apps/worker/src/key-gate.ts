@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Card, LaneConfig } from '@lanes/contracts';
-import type { CardStore, KeyedCard, KeyLimits } from '@lanes/queue';
+import type { CardStore, EventLog, KeyedCard, KeyLimits } from '@lanes/queue';
 import { bestEffort } from '@lanes/sandbox';
 import { DEFAULT_KEY_PARK_BACKSTOP_MS, evaluateKeyAdmission } from '@lanes/supervision';
 import { warnTo } from './best-effort.js';
@@ -13,6 +13,8 @@ export interface KeyGateDeps {
   keyLimits: KeyLimits;
   /** The lane's BullMQ job of a card, to wake a parked one (BullMQ's public promote). */
   jobOf: (cardId: string) => Promise<Job | undefined>;
+  /** Where a parked card says so (card.key-waiting), for /v1/events and the board; none, only the log says so. */
+  events?: Pick<EventLog, 'append'>;
   now: () => number;
 }
 
@@ -83,6 +85,11 @@ async function admitAt(deps: KeyGateDeps, job: Job, card: Card, gate: Gate, toke
     case 'park': {
       await job.moveToDelayed(decision.retryAt, token);
       log.info({ event: 'card.key-waiting', ...fields }, 'card.key-waiting');
+      const at = new Date(nowMs).toISOString();
+      const data = { ...fields, retryAt: new Date(decision.retryAt).toISOString() };
+      // Best effort: the card is parked either way, and its wake does not wait on the event.
+      const { events } = deps;
+      if (events) await bestEffort('key-waiting event', () => events.append({ type: 'card.key-waiting', at, lane: deps.lane.name, cardId: card.id, data }), warnTo(log));
       // A card of the key that ended while this job was still active could not wake it: ask once more.
       if ((await deps.keyLimits.recheck(keyed, max)) === 'wake') await wakeCard(deps, keyed, log);
       throw new DelayedError();

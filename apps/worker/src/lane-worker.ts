@@ -230,6 +230,7 @@ export class LaneWorker {
         // Every lane: a card may carry a supersede key on any lane, a concurrency key where the lane limits it.
         keyLimits: new KeyLimits(redis),
         jobOf: (id: string) => this.deps.queues.job(id, lane.name),
+        events: this.deps.events,
       }),
       {
         connection: redis,

@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
-import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type KeyLimits, type ReplicaAck } from '@lanes/queue';
+import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type EventLog, type KeyLimits, type ReplicaAck } from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
 import { bestEffort } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
@@ -48,6 +48,8 @@ export interface ProcessorDeps {
   keyLimits?: KeyLimits;
   /** The lane's BullMQ job of a card: the key gate wakes a parked card through it. */
   jobOf?: (cardId: string) => Promise<Job | undefined>;
+  /** Where the key gate says a card waits for its key (card.key-waiting). */
+  events?: Pick<EventLog, 'append'>;
 }
 
 /** One run of one card: what the shell steps share. */

@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Card } from '@lanes/contracts';
+import type { Card, LaneEvent } from '@lanes/contracts';
 import type { KeyAdmission, KeyedCard, KeyLimits } from '@lanes/queue';
 import { DEFAULT_KEY_PARK_BACKSTOP_MS } from '@lanes/supervision';
 import { admitByKey, releaseByKey, type KeyGateDeps } from '../src/key-gate.js';
@@ -11,8 +11,12 @@ const log = pino({ level: 'silent' });
 const card: Card = { id: 'c1', lane: 'l', title: 't', priority: 0, concurrencyKey: 'acme/a' };
 
 /** Fakes that record every call: the key scripts' answers are given, the BullMQ moves recorded. */
-function fakes(admissions: KeyAdmission['decision'][], opts: { recheck?: 'wake' | 'stay' | 'gone'; next?: string; promoteFails?: boolean; releaseThrows?: boolean } = {}) {
+function fakes(
+  admissions: KeyAdmission['decision'][],
+  opts: { recheck?: 'wake' | 'stay' | 'gone'; next?: string; promoteFails?: boolean; releaseThrows?: boolean; eventThrows?: boolean } = {},
+) {
   const calls: string[] = [];
+  const appended: LaneEvent[] = [];
   const keyLimits = {
     admit: async () => {
       const decision = admissions.shift()!;
@@ -44,9 +48,16 @@ function fakes(admissions: KeyAdmission['decision'][], opts: { recheck?: 'wake' 
     store: { create: async () => void calls.push('create') } as unknown as KeyGateDeps['store'],
     keyLimits,
     jobOf: async (id) => (id === 'gone' ? undefined : jobFor(id)),
+    events: {
+      append: async (e) => {
+        calls.push(`event:${e.type}:${e.cardId}`);
+        appended.push(e);
+        if (opts.eventThrows) throw new Error('redis away');
+      },
+    },
     now: () => NOW,
   };
-  return { deps, calls, job: jobFor(card.id) };
+  return { deps, calls, appended, job: jobFor(card.id) };
 }
 
 describe('admitByKey', () => {
@@ -76,7 +87,8 @@ describe('admitByKey', () => {
   it('parked at its second gate, a card gives its place at the first back', async () => {
     const f = fakes(['admit', 'park']);
     await expect(admitByKey(f.deps, f.job, { ...card, supersedeKey: 'acme/a#7' }, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
-    expect(f.calls).toEqual(['admit:admit', 'admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, 'recheck:stay', 'release:c1']);
+    expect(f.calls).toEqual(['admit:admit', 'admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, 'event:card.key-waiting:c1', 'recheck:stay', 'release:c1']);
+    expect(f.appended[0]?.data).toMatchObject({ key: 'acme/a#7', gate: 'supersede' });
   });
 
   it('makes the record of a job added through BullMQ alone, then asks again', async () => {
@@ -92,7 +104,22 @@ describe('admitByKey', () => {
   ])('parks over the limit: the job delayed until the backstop, with the run token; recheck %s', async (recheck, after) => {
     const f = fakes(['park'], { recheck });
     await expect(admitByKey(f.deps, f.job, card, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
-    expect(f.calls).toEqual(['admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, `recheck:${recheck}`, ...after]);
+    expect(f.calls).toEqual(['admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, 'event:card.key-waiting:c1', `recheck:${recheck}`, ...after]);
+    expect(f.appended).toEqual([
+      {
+        type: 'card.key-waiting',
+        at: new Date(NOW).toISOString(),
+        lane: 'l',
+        cardId: 'c1',
+        data: { key: 'acme/a', gate: 'concurrency', reason: expect.any(String), retryAt: new Date(NOW + DEFAULT_KEY_PARK_BACKSTOP_MS).toISOString() },
+      },
+    ]);
+  });
+
+  it('a card.key-waiting that cannot be written leaves the card parked, and its recheck still runs', async () => {
+    const f = fakes(['park'], { recheck: 'wake', eventThrows: true });
+    await expect(admitByKey(f.deps, f.job, card, 'tok', log)).rejects.toBeInstanceOf(DelayedError);
+    expect(f.calls).toEqual(['admit:park', `delay:c1:${DEFAULT_KEY_PARK_BACKSTOP_MS}:tok`, 'event:card.key-waiting:c1', 'recheck:wake', 'promote:c1', 'front:c1']);
   });
 
   it('moves nothing when another run holds the job', async () => {

@@ -12,6 +12,11 @@ export const EventTypeSchema = z.enum([
   'card.unblocked',
   /** A failed or cancelled card queued again (POST /v1/cards/:id/retry), its attempts reset. */
   'card.retried',
+  /**
+   * Over its key's limit (a concurrency key's maxRunningPerKey, a supersede key's one at a time):
+   * put back until a card of the key ends, or until `data.retryAt`, the backstop; it may wait again then.
+   */
+  'card.key-waiting',
   'sandbox.created',
   'sandbox.live',
   'sandbox.dead',
