@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Redis } from 'ioredis';
 
 /** Attempts before a read-modify-write gives up under contention; each retry re-reads. */
@@ -7,7 +8,9 @@ const CAS_RETRY_JITTER_MS = 5;
 
 /**
  * Read-modify-write of one JSON value, atomic across processes (WATCH / MULTI / EXEC).
- * WATCH belongs to a connection, so the store owns a dedicated one and runs one update at a time.
+ * WATCH belongs to a connection, so the store owns a dedicated one and runs one write at a time.
+ * A decision that leaves the value as it is writes nothing, so it needs no transaction: it is
+ * answered from one GET, outside the queue of writes (see `update`).
  */
 export class CasStore {
   private chain: Promise<unknown> = Promise.resolve();
@@ -19,8 +22,23 @@ export class CasStore {
     return raw === null ? undefined : (JSON.parse(raw) as S);
   }
 
-  /** `fn` gets the current value (undefined when absent) and returns the next value and a result. */
-  update<S, T>(key: string, fn: (current: S | undefined) => { next: S; result: T }): Promise<T> {
+  /**
+   * `fn` gets the current value (undefined when absent) and returns the next value and a result;
+   * it must be pure, as it may run more than once.
+   *
+   * `fn` first sees a plain GET's value. If its next value is that value (as JSON), that answer
+   * stands: a GET is atomic, and nothing is written. Only a change goes through the transaction,
+   * where `fn` decides again on the WATCHed value. The common decision (a closed breaker asked
+   * whether a slot may create) thus costs one round trip, not three, and a lane's slots asking at
+   * once (a burst) do not queue behind each other's WATCH / MULTI / EXEC.
+   */
+  async update<S, T>(key: string, fn: (current: S | undefined) => { next: S; result: T }): Promise<T> {
+    const raw = await this.redis.get(key);
+    if (raw !== null) {
+      const current = JSON.parse(raw) as S;
+      const { next, result } = fn(current);
+      if (unchanged(next, current)) return result;
+    }
     const run = this.chain.then(() => this.attempt(key, fn));
     this.chain = run.catch(() => undefined);
     return run;
@@ -41,4 +59,9 @@ export class CasStore {
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
+}
+
+/** `next` as it would be stored (JSON drops undefined fields) is `current`, whatever the key order. */
+function unchanged(next: unknown, current: unknown): boolean {
+  return isDeepStrictEqual(JSON.parse(JSON.stringify(next) ?? 'null'), current);
 }

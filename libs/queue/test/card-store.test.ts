@@ -391,6 +391,36 @@ describe('FleetStore on real Redis', () => {
     }
   });
 
+  it('CasStore: a decision that changes nothing is answered from one GET, with no WATCH or transaction; a change still goes through one', async () => {
+    const key = uid('snapshot');
+    const cas = new CasStore(redis.duplicate());
+    /** Calls of a command so far on this server (INFO commandstats). */
+    const calls = async (command: string) =>
+      Number(/calls=(\d+)/.exec((await redis.info('commandstats')).split('\n').find((l) => l.startsWith(`cmdstat_${command}:`)) ?? '')?.[1] ?? 0);
+    const counts = async () => ({ watch: await calls('watch'), exec: await calls('exec') });
+    try {
+      // Absent: the first write makes it, through the transaction.
+      const first = await counts();
+      await cas.update<{ state: string; n: number; note?: string }, string>(key, () => ({ next: { state: 'closed', n: 0 }, result: 'made' }));
+      expect(await counts()).toEqual({ watch: first.watch + 1, exec: first.exec + 1 });
+      // The same value again, in another key order and with an undefined field (JSON drops it): nothing to write.
+      const before = await counts();
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          cas.update<{ state: string; n: number; note?: string }, string>(key, (s) => ({ next: { n: s?.n ?? 0, state: 'closed', note: undefined }, result: 'same' })),
+        ),
+      );
+      expect(results).toEqual(Array(8).fill('same'));
+      expect(await counts()).toEqual(before);
+      // A change is written through the transaction, and read back.
+      await cas.update<{ state: string; n: number }, string>(key, (s) => ({ next: { state: 'open', n: (s?.n ?? 0) + 1 }, result: 'changed' }));
+      expect(await counts()).toEqual({ watch: before.watch + 1, exec: before.exec + 1 });
+      expect(await cas.read(key)).toEqual({ state: 'open', n: 1 });
+    } finally {
+      await cas.close();
+    }
+  });
+
   it('health: undefined until put, then the last put', async () => {
     const lane = uid('lane');
     expect(await fleet.health(lane)).toBeUndefined();
