@@ -32,6 +32,8 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
     env,
     serviceName: serviceNameOf(parts),
     onShutdownError: (err) => log.warn({ event: 'tracing.flush-failed', err: String(err) }, 'the last spans could not be exported'),
+    // While it runs: a batch the collector did not take, spans dropped from a full queue.
+    onSdkMessage: (sdkLevel, message) => log.warn({ event: 'tracing.sdk', sdkLevel, err: message }, 'OpenTelemetry SDK reported a problem; spans may be lost'),
   });
   if (tracing.enabled) log.info({ event: 'tracing.started' }, 'OpenTelemetry traces are exported over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));

@@ -1,4 +1,4 @@
-export { TRACER_NAME, otlpEndpointOf, otlpHeadersOf, startTracing, tracingEnabled, type Tracing, type TracingOptions } from './tracing.js';
+export { SDK_MESSAGE_MAX_CHARS, TRACER_NAME, otlpEndpointOf, otlpHeadersOf, startTracing, tracingEnabled, type Tracing, type TracingOptions } from './tracing.js';
 export {
   SpanKind,
   activeTraceId,

@@ -1,4 +1,4 @@
-import { context, propagation, trace } from '@opentelemetry/api';
+import { DiagLogLevel, context, diag, propagation, trace, type DiagLogger } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /**
@@ -18,7 +18,17 @@ export interface TracingOptions {
   serviceName?: string;
   /** Told when the last flush at shutdown fails (the collector is down): the process still stops cleanly. */
   onShutdownError?: (err: unknown) => void;
+  /**
+   * Told what the SDK reports at warn or error while tracing runs, through its own diagnostic
+   * channel: a batch the collector did not take (away, refusing, too slow), spans dropped from a
+   * full queue. Without it those go nowhere. Each message is cut to SDK_MESSAGE_MAX_CHARS (a
+   * collector's error body is outside input).
+   */
+  onSdkMessage?: (level: 'error' | 'warn', message: string) => void;
 }
+
+/** The most of one SDK diagnostic passed on: enough for the cause, bounded whatever a collector answers. */
+export const SDK_MESSAGE_MAX_CHARS = 1_024;
 
 /** A started tracer provider; `shutdown` flushes what is batched and turns tracing off again. It never rejects. */
 export interface Tracing {
@@ -83,6 +93,7 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     spanProcessors: [processor],
   });
   provider.register();
+  if (options.onSdkMessage) diag.setLogger(diagLoggerTo(options.onSdkMessage), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   enabled = true;
   return {
     enabled: true,
@@ -94,6 +105,30 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
       trace.disable();
       context.disable();
       propagation.disable();
+      diag.disable();
     },
   };
+}
+
+/** The SDK's diagnostics at warn and above, as one string each (an error's message, not its stack). */
+function diagLoggerTo(tell: (level: 'error' | 'warn', message: string) => void): DiagLogger {
+  const text = (message: string, args: unknown[]) => [message, ...args.map(argText)].join(' ').slice(0, SDK_MESSAGE_MAX_CHARS);
+  const none = () => undefined;
+  return {
+    error: (message, ...args) => tell('error', text(message, args)),
+    warn: (message, ...args) => tell('warn', text(message, args)),
+    info: none,
+    debug: none,
+    verbose: none,
+  };
+}
+
+function argText(arg: unknown): string {
+  if (arg instanceof Error) return arg.message;
+  if (typeof arg === 'string') return arg;
+  try {
+    return JSON.stringify(arg) ?? String(arg);
+  } catch {
+    return String(arg); // circular: its name is enough
+  }
 }

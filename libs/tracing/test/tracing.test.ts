@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/harness/index.js';
 import {
   activeTraceMetadata,
   activeTraceparent,
@@ -10,6 +11,7 @@ import {
   inSpan,
   otlpEndpointOf,
   otlpHeadersOf,
+  SDK_MESSAGE_MAX_CHARS,
   startTracing,
   tracingEnabled,
   traceparentOf,
@@ -136,6 +138,33 @@ describe('OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     await expect(tracing.shutdown()).resolves.toBeUndefined();
     expect(String(errors[0])).toContain('ECONNREFUSED');
     expect(tracingEnabled()).toBe(false);
+  });
+
+  it('says so while it runs when the collector refuses a batch, each message cut to its cap', async () => {
+    // A collector that refuses every batch with a long body (outside input).
+    const collector = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(400, { 'content-type': 'text/plain' }).end('x'.repeat(20_000)));
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const messages: Array<{ level: string; message: string }> = [];
+    let tracing: Tracing | undefined;
+    try {
+      tracing = await startTracing({
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as { port: number }).port}` },
+        onSdkMessage: (level, message) => messages.push({ level, message }),
+        onShutdownError: () => undefined,
+      });
+      // A full batch (the SDK's maxExportBatchSize, 512) is exported at once, not at the next 5 s tick.
+      for (let i = 0; i < 512; i++) await inSpan(`refused.${i}`, {}, async () => undefined);
+      const first = await waitFor('the refused batch reported', async () => messages[0]);
+      expect(first.level).toBe('error');
+      expect(first.message.length).toBeLessThanOrEqual(SDK_MESSAGE_MAX_CHARS);
+      expect(first.message.length).toBeGreaterThan(0);
+    } finally {
+      await tracing?.shutdown();
+      collector.close();
+    }
   });
 
   it('posts the spans as OTLP http/protobuf to <endpoint>/v1/traces, flushed at shutdown', async () => {
