@@ -16,11 +16,14 @@ const COVERAGE_FLOORS = {
   'apps/cli/src/**': { statements: 69, branches: 56, functions: 72, lines: 67 },
   'apps/supervisor/src/**': { statements: 94, branches: 79, functions: 95, lines: 95 },
   'apps/worker/src/**': { statements: 90, branches: 83, functions: 88, lines: 93 },
+  // Set 2026-12-03 from that day's full run (client 95.9 / 86.5 / 95.5 / 97.9, tracing 89.5 / 82.1 / 87.8 / 91.2).
+  'libs/client/src/**': { statements: 94, branches: 84, functions: 93, lines: 96 },
   'libs/contracts/src/**': { statements: 93, branches: 84, functions: 91, lines: 95 },
   'libs/queue/src/**': { statements: 92, branches: 85, functions: 91, lines: 94 },
   'libs/runner/src/**': { statements: 90, branches: 82, functions: 87, lines: 93 },
   'libs/sandbox/src/**': { statements: 92, branches: 81, functions: 93, lines: 94 },
   'libs/supervision/src/**': { statements: 99, branches: 96, functions: 99, lines: 99 },
+  'libs/tracing/src/**': { statements: 88, branches: 80, functions: 86, lines: 90 },
 };
 
 export default defineConfig({
