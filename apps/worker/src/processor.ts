@@ -135,14 +135,17 @@ function leaseLost(run: Run, context: RunContext): Promise<unknown> {
 async function runInSlot(run: Run): Promise<unknown> {
   const { deps, job, card, slot, controller, lease } = run;
   const context: RunContext = { attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1, slot: slot.id };
-  // The first renewal goes out now. Nothing runs before Redis confirmed it, but the move to running
-  // need not wait for it: the move's script checks the lock itself. So the two travel together.
-  const confirmed = lease.start();
+  // Nothing runs before Redis confirmed the lock is this run's. Where this BullMQ's lock layout is
+  // known, the move to running renews it in its own step (one command fewer per card); otherwise
+  // the first renewal goes out now and travels with the move, whose script checks the lock itself.
+  lease.start();
+  const renewLockMs = reclaimLockMsFor(deps.lockDurationMs);
+  if (renewLockMs === undefined) void lease.confirm();
 
   const ready = await inSlotSpan(slot.id, () => slot.ready());
   if (controller.signal.aborted || ready.kind !== 'live') {
     // Every way out before the move is taken only under a confirmed lock, as before.
-    if (!(await confirmed)) return leaseLost(run, context);
+    if (!(await lease.confirm())) return leaseLost(run, context);
     if (controller.signal.aborted) return beforeRunning(run, context, stoppedOutcome(controller, 'sandbox start'));
   }
   if (ready.kind === 'wait') return beforeRunning(run, context, { kind: 'no-sandbox', retryAt: ready.retryAt, reason: ready.reason });
@@ -159,18 +162,31 @@ async function runInSlot(run: Run): Promise<unknown> {
   // Handled from now on: it may settle while the move is awaited (runCard reads it later).
   const settled = prepared.catch(() => undefined);
   try {
-    return await moveAndRun(run, context, runDeps, prepared, confirmed);
+    return await moveAndRun(run, context, runDeps, prepared, renewLockMs);
   } finally {
     await settled;
   }
 }
 
 /** The move to running (fenced by the run token), then the card's commands, then the decision. */
-async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, confirmed: Promise<boolean>): Promise<unknown> {
+async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, renewLockMs: number | undefined): Promise<unknown> {
   const { deps, job, card, slot, controller, lease, log } = run;
   const { handle } = runDeps;
   const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
-  const moving = deps.store.transition(card, toRunning, run.writer);
+  const writer: CardWriter = renewLockMs === undefined ? run.writer : { ...run.writer, renewLockMs };
+  let sentAtMs = deps.monotonicNow();
+  const moving = deps.store.transition(card, toRunning, writer);
+  // The move's answer is the lock's confirmation where it renews the lock; else the renewal sent at start is.
+  const confirmed =
+    renewLockMs === undefined
+      ? lease.settled()
+      : Promise.race([
+          moving.then(
+            () => true,
+            () => true,
+          ),
+          lease.whenFenced().then(() => false),
+        ]);
   if (!(await confirmed)) {
     // Fenced: no waiting for the move (Redis may be away). If it lands, the script has checked the
     // lock; a card left running under this run's token is what a fence right after the move leaves
@@ -182,8 +198,10 @@ async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepa
   if (!moved.ok && moved.refusal === 'not-found') {
     // A job put on the lane's queue straight through BullMQ, with no record yet.
     await deps.store.create(card);
-    moved = await deps.store.transition(card, toRunning, run.writer);
+    sentAtMs = deps.monotonicNow();
+    moved = await deps.store.transition(card, toRunning, writer);
   }
+  if (moved.ok && renewLockMs !== undefined) lease.renewedBy(sentAtMs);
   if (moved.ok) {
     run.infraRetries = moved.infraRetries;
     log.info({ event: 'card.running', sandboxId: handle.id, attempt: context.attempt, takeover: moved.takeover }, 'card.running');

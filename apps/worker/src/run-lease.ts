@@ -33,6 +33,7 @@ export class RunLease {
   private readonly confirmed: Promise<true>;
   private resolveConfirmed: (v: true) => void = () => undefined;
   private started = false;
+  private isConfirmed = false;
 
   constructor(private readonly deps: RunLeaseDeps) {
     // Until the first renewal is confirmed, nothing runs; the take's own lock is not counted on.
@@ -48,14 +49,38 @@ export class RunLease {
     return this.fence;
   }
 
-  /** Starts renewing; resolves true once Redis confirmed the lock is this run's, false if the run is fenced first. */
-  start(): Promise<boolean> {
-    if (!this.started) {
-      this.started = true;
-      this.timer = setInterval(() => this.tick(), LEASE_TICK_MS);
-      void this.renew();
-    }
+  /**
+   * Starts the lease's clock: renewals every renewEveryFor(lock), the fence rule every tick. The
+   * first renewal is the caller's: `confirm()`, or a command that renews the lock itself (the move
+   * to running, `renewedBy`).
+   */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.timer = setInterval(() => this.tick(), LEASE_TICK_MS);
+  }
+
+  /** Renews now unless a renewal is confirmed or out; resolves true once Redis confirmed the lock is this run's, false if the run is fenced first. */
+  confirm(): Promise<boolean> {
+    this.start();
+    if (!this.isConfirmed && !this.inFlight && !this.fence) void this.renew();
+    return this.settled();
+  }
+
+  /** True once Redis confirmed the lock is this run's, false if the run is fenced first; sends nothing. */
+  settled(): Promise<boolean> {
     return Promise.race([this.confirmed, this.fenced.then(() => false as const)]);
+  }
+
+  /** Resolves with the fence, once the run is fenced. */
+  whenFenced(): Promise<FenceDecision> {
+    return this.fenced;
+  }
+
+  /** A command sent at `sentAtMs` (monotonic) renewed the lock, and Redis said so: it counts as a renewal. */
+  renewedBy(sentAtMs: number): void {
+    this.lastSentAtMs = Math.max(this.lastSentAtMs, sentAtMs);
+    this.confirmRenewal(sentAtMs);
   }
 
   /** BullMQ reported that this job's lock could not be renewed. */
@@ -84,6 +109,13 @@ export class RunLease {
     if (!this.inFlight && now - this.lastSentAtMs >= renewEveryFor(lockDurationMs)) void this.renew();
   }
 
+  private confirmRenewal(sentAtMs: number): void {
+    this.snapshot = { ...this.snapshot, lastRenewalSentAtMs: Math.max(this.snapshot.lastRenewalSentAtMs, sentAtMs) };
+    if (this.fence) return;
+    this.isConfirmed = true;
+    this.resolveConfirmed(true);
+  }
+
   /** One extension; its send time counts only once Redis said yes. */
   private async renew(): Promise<void> {
     const { job, token, lockDurationMs, monotonicNow, log } = this.deps;
@@ -97,8 +129,7 @@ export class RunLease {
         this.tick();
         return;
       }
-      this.snapshot = { ...this.snapshot, lastRenewalSentAtMs: Math.max(this.snapshot.lastRenewalSentAtMs, sentAtMs) };
-      if (!this.fence) this.resolveConfirmed(true);
+      this.confirmRenewal(sentAtMs);
     } catch (err) {
       // Unknown (Redis unreachable, a timeout): keep trying; the time rule fences if it lasts.
       log.warn({ err: String(err), event: 'lease.renew-failed' }, 'lease.renew-failed');

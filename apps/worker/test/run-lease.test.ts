@@ -65,7 +65,7 @@ describe('RunLease on real Redis', () => {
   it('keeps the lock alive well past its duration, then fences at once when an extension is refused', async () => {
     const { token, lease, fences } = await take('a');
     try {
-      expect(await lease.start()).toBe(true);
+      expect(await lease.confirm()).toBe(true);
       const startedAt = performance.now();
       await waitFor('two lock durations to pass', () => performance.now() - startedAt > 2 * LOCK_DURATION_MS);
       expect(await redis.get(keys.jobLock(lane, 'a'))).toBe(token);
@@ -81,10 +81,38 @@ describe('RunLease on real Redis', () => {
     }
   });
 
+  it('start() sends no renewal: the first is confirm(), or a command that renewed the lock itself (renewedBy)', async () => {
+    const { token, lease, fences } = await take('d');
+    const lockKey = keys.jobLock(lane, 'd');
+    try {
+      await redis.pexpire(lockKey, 2_000);
+      lease.start();
+      // A renewal would be out at once; give it the time a round trip takes, many times over.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(2_000);
+      let settled: boolean | undefined;
+      void lease.settled().then((v) => (settled = v));
+      // The move to running renewed it (the card script's SET … PX), sent before its answer came.
+      const sentAtMs = performance.now();
+      await redis.set(lockKey, token, 'PX', LOCK_DURATION_MS);
+      lease.renewedBy(sentAtMs);
+      expect(await lease.settled()).toBe(true);
+      expect(settled).toBe(true);
+      expect(fences).toEqual([]);
+      // confirm() after a confirmed renewal sends nothing more.
+      await redis.pexpire(lockKey, 1_500);
+      expect(await lease.confirm()).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_500);
+    } finally {
+      lease.stop();
+    }
+  });
+
   it('BullMQ reporting the lock lost fences at once', async () => {
     const { lease, fences } = await take('b');
     try {
-      expect(await lease.start()).toBe(true);
+      expect(await lease.confirm()).toBe(true);
       lease.lost('lock-renewal-failed');
       expect(fences.map((f) => f.cause)).toEqual(['lock-renewal-failed']);
     } finally {
@@ -95,7 +123,7 @@ describe('RunLease on real Redis', () => {
   it('Redis gone: no reply ever comes, and the lease fences before the lock could have expired', async () => {
     const { lease, fences } = await take('c');
     try {
-      expect(await lease.start()).toBe(true);
+      expect(await lease.confirm()).toBe(true);
       await server.kill();
       const downAt = performance.now();
       await waitFor('the fence while Redis is down', () => fences.length === 1, { timeoutMs: 3 * LOCK_DURATION_MS });

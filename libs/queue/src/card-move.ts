@@ -54,9 +54,11 @@ export type CardWriter =
   /**
    * A run holding BullMQ's lock of the card's job under `token`: the run token. `reclaimLockMs`: a
    * run with a finished agent run in hand takes a lapsed lock back for this long, if no other run
-   * has taken the card since (evaluateRunFence).
+   * has taken the card since (evaluateRunFence). `renewLockMs`: a move into running renews the
+   * run's lock for this long in the same step, as BullMQ's extendLock does (the run's first lease
+   * renewal; `reclaimLockMsFor` says whether this BullMQ's lock layout allows it).
    */
-  | { kind: 'run'; token: string; reclaimLockMs?: number }
+  | { kind: 'run'; token: string; reclaimLockMs?: number; renewLockMs?: number }
   /** API or supervisor: may not move a card out of `running`. */
   | { kind: 'board' }
   /** API: out of `running` only if the run it read (`token`) is still the card's run. */

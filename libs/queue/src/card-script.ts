@@ -43,7 +43,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *       through BullMQ), or the new job's options (JSON: the finished job is replaced here, as
  *       BullMQ's add writes one, WRITE_JOB_LUA), 18 BullMQ's key prefix, 19 the lane, 20 the
  *       new job's priority, 21 for a terminal move, the job's data from now on (ended-job-data.ts),
- *       or '' to leave the job's data as it is
+ *       or '' to leave the job's data as it is, 22 for a run's move into running, the lock duration
+ *       (ms) its lock is renewed for in the same step ('0': it is not)
  *
  * Listing indexes (names.ts `cardIndex`, `blockedReasonIndex`; read by card-page-script.ts): every
  * move takes the card out of its old state's sorted set and puts it in the new one's, and in and
@@ -185,6 +186,11 @@ elseif state == 'running' then
 end
 local takeover = '0'
 if to == 'running' then
+  if writer == 'run' and ARGV[22] ~= '0' then
+    -- The run's first lease renewal, as BullMQ's extendLock writes it: one command fewer per card.
+    redis.call('SET', KEYS[5], token, 'PX', ARGV[22])
+    redis.call('SREM', KEYS[12], ARGV[11])
+  end
   if state == 'running' and current ~= token then
     takeover = '1'
     if redis.call('SISMEMBER', KEYS[7], current) == 0 then redis.call('SADD', KEYS[6], current) end
@@ -350,5 +356,6 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     queueName(card.lane),
     input.job?.kind === 'write' ? input.job.priority : 0,
     input.trimEndedJob ? endedJobDataFor(card.id, input.to) : '',
+    writer.kind === 'run' && input.to === 'running' ? (writer.renewLockMs ?? 0) : 0,
   ];
 }
