@@ -2,9 +2,19 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { IllegalStateError, isTerminalCardState, type Card, type CardState, type LaneConfig } from '@lanes/contracts';
 import type { Redis } from 'ioredis';
-import { appendJobLog, reclaimLockMsFor, type CardStore, type CardWriter, type EventLog, type KeyLimits, type ReplicaAck } from '@lanes/queue';
+import {
+  appendJobLog,
+  reclaimLockMsFor,
+  type CardMove,
+  type CardStore,
+  type CardWriter,
+  type EventLog,
+  type KeyLimits,
+  type ReplicaAck,
+  type TransitionResult,
+} from '@lanes/queue';
 import { prepareCard, runCard, type RunDeps, type RunOutcome } from '@lanes/runner';
-import { bestEffort } from '@lanes/sandbox';
+import { bestEffort, type SandboxHandle } from '@lanes/sandbox';
 import { warnTo } from './best-effort.js';
 import { cardFromJob } from './card-from-job.js';
 import { answerForEndedCard, endedJobStub, finishEndedJob, settleEndedJob } from './ended-job.js';
@@ -153,29 +163,48 @@ async function runInSlot(run: Run): Promise<unknown> {
   const handle = ready.handle;
   context.sandboxId = handle.id;
   const runDeps: RunDeps = { handle, newNonce: deps.newNonce, canaryTimeoutMs: deps.lane.canaryTimeoutMs };
-  // The card's files go in while the move to running travels: a reset and a file write, never a
-  // command of the card's, in a sandbox only this slot uses. The card's commands still start only
-  // once the move is confirmed. Every way out waits for them, so the slot is released with nothing
-  // of this card in flight on its sandbox.
+  // The move to running goes out first, and the card's files go in while it travels: a reset and a
+  // file write (synchronous file work, where the sandbox is this host's), never a command of the
+  // card's, in a sandbox only this slot uses. The card's commands still start only once the move is
+  // confirmed. Every way out waits for the files, so the slot is released with nothing of this card
+  // in flight on its sandbox.
+  const move = sendMove(run, context, handle, renewLockMs);
   const previousCardId = slot.swapLastCard(handle, card.id);
   const prepared = prepareCard(runDeps, { card, lane: deps.lane, ...(previousCardId !== undefined ? { previousCardId } : {}) });
   // Handled from now on: it may settle while the move is awaited (runCard reads it later).
   const settled = prepared.catch(() => undefined);
   try {
-    return await moveAndRun(run, context, runDeps, prepared, renewLockMs);
+    return await moveAndRun(run, context, runDeps, prepared, move);
   } finally {
     await settled;
   }
 }
 
-/** The move to running (fenced by the run token), then the card's commands, then the decision. */
-async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, renewLockMs: number | undefined): Promise<unknown> {
-  const { deps, job, card, slot, controller, lease, log } = run;
-  const { handle } = runDeps;
+/** A move to running on its way, and what its confirmation of the lock depends on. */
+interface MoveInFlight {
+  toRunning: Extract<CardMove, { to: 'running' }>;
+  writer: CardWriter;
+  moving: Promise<TransitionResult>;
+  /** When it was sent, on the lease's clock: where it renews the lock, the renewal counts from then. */
+  sentAtMs: number;
+  renewLockMs: number | undefined;
+}
+
+/** Sends the move to running (fenced by the run token); where `renewLockMs` is set, it renews the run's lock too. */
+function sendMove(run: Run, context: RunContext, handle: SandboxHandle, renewLockMs: number | undefined): MoveInFlight {
+  const { deps, card, slot } = run;
   const toRunning = { to: 'running', attempt: context.attempt, sandboxId: handle.id, slot: slot.id, message: `slot ${slot.id}` } as const;
   const writer: CardWriter = renewLockMs === undefined ? run.writer : { ...run.writer, renewLockMs };
-  let sentAtMs = deps.monotonicNow();
-  const moving = deps.store.transition(card, toRunning, writer);
+  const sentAtMs = deps.monotonicNow();
+  return { toRunning, writer, moving: deps.store.transition(card, toRunning, writer), sentAtMs, renewLockMs };
+}
+
+/** The move to running's answer, then the card's commands, then the decision. */
+async function moveAndRun(run: Run, context: RunContext, runDeps: RunDeps, prepared: Promise<RunOutcome | undefined>, move: MoveInFlight): Promise<unknown> {
+  const { deps, job, card, slot, controller, lease, log } = run;
+  const { handle } = runDeps;
+  const { toRunning, writer, moving, renewLockMs } = move;
+  let { sentAtMs } = move;
   // The move's answer is the lock's confirmation where it renews the lock; else the renewal sent at start is.
   const confirmed =
     renewLockMs === undefined
