@@ -43,6 +43,7 @@ import { defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, queueName } from '@lanes/queue';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
 import { startBareWorkerProcess, type BareWorker } from './support/bare-worker-process.js';
+import { boxCpuMs } from './support/box-cpu.js';
 import { postJson } from './support/enqueue-client.js';
 import { startStackProcess } from './support/stack-client.js';
 
@@ -131,6 +132,8 @@ function startBareWorker(): Promise<BareWorker> {
 type Side = 'lanes' | 'other' | 'bare';
 const samples: Record<'idle' | 'backlog', Record<Side, number[]>> = { idle: { lanes: [], other: [], bare: [] }, backlog: { lanes: [], other: [], bare: [] } };
 const roundRatios: Array<{ p50: number; p99: number }> = [];
+/** The box's CPU per card in each backlog round, by side (ms): the backlog is CPU-bound on a small box, so its ratio follows this one. */
+const cpuPerCard: Record<Side, number[]> = { lanes: [], other: [], bare: [] };
 const OTHER = values.other;
 const LANE_OTHER = 'first-other';
 
@@ -221,7 +224,9 @@ try {
       const order = [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)];
       const round: Partial<Record<Side, number[]>> = {};
       for (const side of order) {
+        const cpu0 = boxCpuMs().busy;
         round[side] = await batch(side, BACKLOG);
+        cpuPerCard[side].push((boxCpuMs().busy - cpu0) / BACKLOG);
         samples.backlog[side].push(...round[side]);
       }
       if (round.bare) roundRatios.push({ p50: pct(round.lanes!, 50) / pct(round.bare, 50), p99: pct(round.lanes!, 99) / pct(round.bare, 99) });
@@ -282,6 +287,17 @@ try {
       );
       console.log(`| the same, this checkout / the other | | | ${(pct(l, 50) / pct(o, 50)).toFixed(2)}× / ${(pct(l, 99) / pct(o, 99)).toFixed(2)}× | |`);
     }
+  }
+  const median = (xs: number[]) => pct(xs, 50);
+  if (cpuPerCard.lanes.length > 0) {
+    const c = (side: Side) => `${median(cpuPerCard[side]).toFixed(2)} ms`;
+    const ratio = cpuPerCard.bare.length > 0 ? `; lanes / bare ${(median(cpuPerCard.lanes) / median(cpuPerCard.bare)).toFixed(2)}×` : '';
+    console.log(
+      `\nbacklog, the box's CPU per card (every process: stack or bare worker, sandboxes, agents, Redis, this client; median of rounds): lanes ${c('lanes')}${OTHER ? `, the other checkout ${c('other')}` : ''}${cpuPerCard.bare.length > 0 ? `, bare ${c('bare')}` : ''}${ratio}`,
+    );
+    result.backlogCpuPerCardMs = Object.fromEntries(
+      (Object.keys(cpuPerCard) as Side[]).filter((s) => cpuPerCard[s].length > 0).map((s) => [s, Number(median(cpuPerCard[s]).toFixed(3))]),
+    );
   }
   if (roundRatios.length > 0) {
     console.log(`\nbacklog, per round (lanes / bare): ${roundRatios.map((r, i) => `${i + 1}: p50 ${r.p50.toFixed(2)}×, p99 ${r.p99.toFixed(2)}×`).join('; ')}`);

@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
 import { keys } from '@lanes/queue';
 import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
+import { boxCpuMs } from '../support/box-cpu.js';
 import { postJson } from '../support/enqueue-client.js';
 import { startStackProcess } from '../support/stack-client.js';
 
@@ -30,12 +31,6 @@ const processCpuMs = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
-};
-/** The box's busy and total CPU so far (/proc/stat's first line; idle and iowait are not busy), in ms. */
-const boxCpuMs = () => {
-  const ticks = readFileSync('/proc/stat', 'latin1').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  const total = ticks.reduce((a, b) => a + b, 0);
-  return { busy: (total - ticks[3]! - ticks[4]!) * MS_PER_TICK, total: total * MS_PER_TICK };
 };
 /** The distinct sandboxes (the card file's workdir) whose agents have stamped. */
 const stampedSandboxes = () =>
