@@ -1,5 +1,7 @@
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
+import { keys } from '@lanes/queue';
 import { useRedis, waitFor } from '../harness/index.js';
 
 describe('a burst on a lane below its maximum (issue 29)', () => {
@@ -22,5 +24,45 @@ describe('a burst on a lane below its maximum (issue 29)', () => {
       { timeoutMs: 4_000 },
     );
     expect(busy).toBe(4);
+  });
+});
+
+describe('a new sandbox’s first card', () => {
+  const f = useRedis();
+
+  it('goes to running as soon as the canary passed: the breaker’s reset, the live announcement and the card’s move go out together', async () => {
+    const log: string[] = [];
+    type Sendable = { sendCommand: (command: { name: string; args: unknown[]; promise: Promise<unknown> }, stream?: unknown) => unknown };
+    const proto = Redis.prototype as unknown as Sendable;
+    const sendCommand = proto.sendCommand;
+    proto.sendCommand = function (this: Sendable, command, stream) {
+      if (command.name === 'get' && String(command.args[0]) === keys.breaker('first')) {
+        log.push('breaker read sent');
+        void command.promise.then(
+          () => log.push('breaker read answered'),
+          () => undefined,
+        );
+      }
+      if (command.name === 'xadd' && command.args.some((a) => String(a).includes('"type":"sandbox.live"'))) log.push('sandbox.live sent');
+      // The card write script's target state follows the sha, the key count and the keys.
+      if (command.name === 'evalsha' && command.args[2 + Number(command.args[1])] === 'running') log.push('move to running sent');
+      return sendCommand.call(this, command, stream);
+    };
+    try {
+      const t = await f.stack([{ name: 'first', slots: 1, minSlots: 0, maxSlots: 1, agent: [process.execPath, DEMO_AGENT] }], { heartbeatIntervalMs: 120_000 });
+      await t.api.request('POST', '/v1/cards', { id: 'first-1', lane: 'first', title: 'first card' });
+      await t.api.waitCard('first-1', 'done', (c) => c.state === 'done');
+    } finally {
+      proto.sendCommand = sendCommand;
+    }
+    // The gate before the create reads the breaker too; the reset after the canary is the last read before the announcement.
+    const live = log.indexOf('sandbox.live sent');
+    expect(live).toBeGreaterThan(0);
+    const reset = log.lastIndexOf('breaker read sent', live);
+    expect(reset).toBeGreaterThanOrEqual(0);
+    expect(log.slice(reset, live)).not.toContain('breaker read answered');
+    const move = log.indexOf('move to running sent');
+    expect(move).toBeGreaterThan(live);
+    expect(log.slice(reset, move)).not.toContain('breaker read answered');
   });
 });

@@ -35,9 +35,9 @@ describe("a card's files go in while its move to running travels", () => {
     type Sendable = { sendCommand: (command: { name: string; args: unknown[] }, stream?: unknown) => unknown };
     const proto = Redis.prototype as unknown as Sendable;
     const sendCommand = proto.sendCommand;
-    // The card write script's target state is its first argument after the sha, the key count and its 13 keys.
+    // The card write script's target state follows the sha, the key count and the keys.
     proto.sendCommand = function (this: Sendable, command, stream) {
-      if (command.name === 'evalsha' && command.args[15] === 'running') order.push(`move ${String(command.args[2]).split(':').at(-1)}`);
+      if (command.name === 'evalsha' && command.args[2 + Number(command.args[1])] === 'running') order.push(`move ${String(command.args[2]).split(':').at(-1)}`);
       return sendCommand.call(this, command, stream);
     };
     const resetDirs = LocalSandbox.prototype.resetDirs;

@@ -256,9 +256,13 @@ export class Slot {
       return this.misconfigured(failure);
     }
     if (failure) return this.failed(failure, created);
-    await breaker.canaryPassed();
-    if (this.stopped) return this.abandon(created, 'prepared while stopping');
-    return this.goLive(created, respawn);
+    // The breaker's reset travels with the live announcement: one round trip before the first card, not two.
+    const passed = breaker.canaryPassed();
+    if (this.stopped) {
+      await passed;
+      return this.abandon(created, 'prepared while stopping');
+    }
+    return this.goLive(created, respawn, passed);
   }
 
   /** Asks the provider for a sandbox, recorded before anything uses it; a failure is a misconfiguration or a death. */
@@ -304,8 +308,11 @@ export class Slot {
     return { kind: 'wait', retryAt: this.deps.now(), reason: 'slot stopped' };
   }
 
-  /** The sandbox passed its canary: recorded live (replacing a dead one, if so), announced, and the slot's. */
-  private async goLive(handle: SandboxHandle, respawn: boolean): Promise<SpawnResult> {
+  /**
+   * The sandbox passed its canary: recorded live (replacing a dead one, if so), announced, and the
+   * slot's at once; `passed` is the breaker's reset, sent with the announcement.
+   */
+  private goLive(handle: SandboxHandle, respawn: boolean, passed: Promise<unknown>): SpawnResult {
     const { lane, log, now } = this.deps;
     const replaced = this.dead?.sandboxId;
     if (replaced) this.deps.record({ ...this.recordOf({ id: replaced }), state: 'dead', replacedBy: handle.id });
@@ -315,10 +322,16 @@ export class Slot {
     if (this.cardId === undefined) this.idleSince = now();
     const type = respawn ? 'sandbox.respawned' : 'sandbox.live';
     log.info({ event: type, sandboxId: handle.id, pid: handle.pid }, type);
-    await this.deps.events
+    const announced = this.deps.events
       .append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: handle.id, data: handle.pid ? { pid: handle.pid } : {} })
       .catch(() => undefined);
-    this.deps.onLive(this, respawn);
+    // The first card need not wait for either: its move to running follows them on the same
+    // connection, so Redis has the announcement before the card runs. What re-drives blocked cards
+    // waits for the breaker's reset, as before.
+    void Promise.all([passed, announced]).then(
+      () => this.deps.onLive(this, respawn),
+      (err: unknown) => log.warn({ err: String(err), sandboxId: handle.id }, 'breaker reset after a passed canary failed'),
+    );
     return { kind: 'live', handle };
   }
 
