@@ -19,9 +19,8 @@
  *
  * Target (issue 29): all N slots run cards within 1.3× the provider's own time (medians of rounds).
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
@@ -29,6 +28,7 @@ import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes
 import { apiClient, startRedis, waitFor } from '../test/harness/index.js';
 import { postJson } from './support/enqueue-client.js';
 import { startStackProcess } from './support/stack-client.js';
+import { makeStampAgent } from './support/stamp-agent.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,35 +54,17 @@ const wallMs = () => performance.timeOrigin + performance.now();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const redis = await startRedis();
-const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-burst-'));
-chmodSync(dir, 0o777);
-const stampFile = join(dir, 'stamps');
-writeFileSync(stampFile, '');
-chmodSync(stampFile, 0o666);
-const agent = join(dir, 'agent.sh');
-writeFileSync(agent, `printf '%s %s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" "$LANES_CARD_FILE" >> ${stampFile}\nsleep ${(WORK_MS / 1000).toFixed(3)}\n`);
-chmodSync(agent, 0o755);
+const stamps = makeStampAgent('lanes-bench-burst-', WORK_MS);
+const { dir, agent } = stamps;
 const isolation = detectIsolation();
 
-/** Stamps since `offset` bytes: card id, time (ms), the sandbox's workdir (the card file's path before `/cards/`). */
-function stampsFrom(offset: number): Array<{ id: string; at: number; sandbox: string }> {
-  return readFileSync(stampFile, 'utf8')
-    .slice(offset)
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => {
-      const [id, at, file] = line.split(' ');
-      return { id: id!, at: Number(at) * 1000, sandbox: file!.split('/cards/')[0]! };
-    });
-}
-/** Waits until `n` different sandboxes have stamped since `offset`; answers the time of the n-th one's first stamp. */
+/** Waits until `n` different sandboxes have stamped cards of `prefix` since `offset`; answers the time of the n-th one's first stamp. */
 async function nthSandbox(offset: number, n: number, prefix: string): Promise<number> {
   return waitFor(
     `${n} sandboxes running ${prefix} cards`,
     async () => {
-      const first = new Map<string, number>();
-      for (const s of stampsFrom(offset)) if (s.id.startsWith(prefix) && !first.has(s.sandbox)) first.set(s.sandbox, s.at);
-      return first.size >= n ? Math.max(...first.values()) : undefined;
+      const first = stamps.firstBySandbox(offset, prefix);
+      return first.size >= n ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
     },
     { intervalMs: POLL_MS, timeoutMs: 120_000 },
   );
@@ -91,7 +73,7 @@ async function nthSandbox(offset: number, n: number, prefix: string): Promise<nu
 /** The provider alone: N sandboxes at once, the agent once in each as soon as it exists. */
 async function providerRound(r: number): Promise<number> {
   const provider = createLocalProvider({ baseDir: join(dir, `provider-${r}`), isolation });
-  const offset = readFileSync(stampFile, 'utf8').length;
+  const offset = stamps.offset();
   const handles: SandboxHandle[] = [];
   try {
     const t0 = wallMs();
@@ -130,7 +112,7 @@ async function lanesRound(r: number, http: Agent): Promise<number> {
     );
     const wait = SETTLE_MS - (performance.now() - bootAt);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const offset = readFileSync(stampFile, 'utf8').length;
+    const offset = stamps.offset();
     const cards = Array.from({ length: CARDS }, (_, i) => ({ id: `l${r}-${i}`, lane, title: 'burst' }));
     const t0 = wallMs();
     const res = await postJson(http, stack.url!, '/v1/cards', { cards });
@@ -188,5 +170,5 @@ try {
 } finally {
   http.destroy();
   await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
+  stamps.remove();
 }

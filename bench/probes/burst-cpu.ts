@@ -8,15 +8,16 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-cpu.ts [--rounds R] [--max-slots N] [--cards C] [--warm]
  */
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
 import { postJson } from '../support/enqueue-client.js';
 import { startStackProcess } from '../support/stack-client.js';
+import { makeStampAgent } from '../support/stamp-agent.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,24 +39,13 @@ const cpuMs = (pid: number) =>
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const redis = await startRedis();
-const dir = mkdtempSync(join(tmpdir(), 'lanes-probe-burst-cpu-'));
-chmodSync(dir, 0o777);
-const stampFile = join(dir, 'stamps');
-writeFileSync(stampFile, '');
-chmodSync(stampFile, 0o666);
-const agent = join(dir, 'agent.sh');
-writeFileSync(agent, `printf '%s %s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" "$LANES_CARD_FILE" >> ${stampFile}\nsleep 3\n`);
-chmodSync(agent, 0o755);
+const stamps = makeStampAgent('lanes-probe-burst-cpu-', 3_000);
+const { dir, agent } = stamps;
 
 /** The time of the N-th sandbox's first stamp since `offset` bytes (a sandbox is its card file's workdir). */
 function nthSandboxAt(offset: number): number | undefined {
-  const first = new Map<string, number>();
-  for (const line of readFileSync(stampFile, 'utf8').slice(offset).split('\n').filter(Boolean)) {
-    const [, at, file] = line.split(' ');
-    const sandbox = file!.split('/cards/')[0]!;
-    if (!first.has(sandbox)) first.set(sandbox, Number(at) * 1000);
-  }
-  return first.size >= N ? Math.max(...first.values()) : undefined;
+  const first = stamps.firstBySandbox(offset);
+  return first.size >= N ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
 }
 
 const http = new Agent({ keepAlive: true });
@@ -86,7 +76,7 @@ try {
         timeoutMs: 60_000,
       });
       await new Promise((resolve) => setTimeout(resolve, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
-      const offset = readFileSync(stampFile, 'utf8').length;
+      const offset = stamps.offset();
       const before = { stack: cpuMs(stack.pid), redis: cpuMs(redis.pid!) };
       const t0 = wallMs();
       const cards = Array.from({ length: CARDS }, (_, i) => ({ id: `b${r}-${i}`, lane: `burst-${r}`, title: 'burst' }));
@@ -112,5 +102,5 @@ try {
 } finally {
   http.destroy();
   await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
+  stamps.remove();
 }

@@ -7,9 +7,8 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-timeline.ts [--max-slots N] [--cards C]
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -19,6 +18,7 @@ import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
 import { boxCpuMs } from '../support/box-cpu.js';
 import { postJson } from '../support/enqueue-client.js';
 import { startStackProcess } from '../support/stack-client.js';
+import { makeStampAgent } from '../support/stamp-agent.js';
 
 const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, cards: { type: 'string', default: '200' } } });
 const N = Number(values['max-slots']);
@@ -32,24 +32,10 @@ const processCpuMs = (pid: number) => {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
 };
-/** The distinct sandboxes (the card file's workdir) whose agents have stamped. */
-const stampedSandboxes = () =>
-  new Set(
-    readFileSync(stampFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => line.split(' ')[2]!.split('/cards/')[0]),
-  );
 const redis = await startRedis();
 const conn = new Redis(redis.url);
-const dir = mkdtempSync(join(tmpdir(), 'lanes-probe-burst-'));
-chmodSync(dir, 0o777);
-const stampFile = join(dir, 'stamps');
-writeFileSync(stampFile, '');
-chmodSync(stampFile, 0o666);
-const agent = join(dir, 'agent.sh');
-writeFileSync(agent, `printf '%s %s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" "$LANES_CARD_FILE" >> ${stampFile}\nsleep 3\n`);
-chmodSync(agent, 0o755);
+const stamps = makeStampAgent('lanes-probe-burst-', 3_000);
+const { dir, agent } = stamps;
 const http = new Agent({ keepAlive: true });
 try {
   const stack = await startStackProcess({
@@ -69,7 +55,7 @@ try {
     const t0 = wallMs();
     const res = await postJson(http, stack.url!, '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `c-${i}`, lane: 'burst', title: 'burst' })) });
     const posted = wallMs() - t0;
-    await waitFor(`${N} sandboxes running agents`, () => stampedSandboxes().size >= N || undefined, { intervalMs: 5, timeoutMs: 30_000 });
+    await waitFor(`${N} sandboxes running agents`, () => stamps.firstBySandbox(0).size >= N || undefined, { intervalMs: 5, timeoutMs: 30_000 });
     const allRunningMs = wallMs() - t0;
     const cpu1 = { stack: processCpuMs(stack.pid), redis: processCpuMs(redis.pid!), box: boxCpuMs() };
     // The events' tail (cards running after the N-th agent) lands after it.
@@ -79,14 +65,8 @@ try {
       const e = JSON.parse(fields[fields.indexOf('e') + 1] ?? '{}') as { type?: string; at?: string; slot?: string; sandboxId?: string; cardId?: string; state?: string };
       if (e.at && e.type !== 'card.queued') rows.push([Date.parse(e.at) - t0, `${e.type ?? '?'} ${e.state ?? ''} ${e.slot ?? ''} ${e.cardId ?? ''}`]);
     }
-    const seen = new Set<string>();
-    for (const line of readFileSync(stampFile, 'utf8').split('\n').filter(Boolean)) {
-      const [id, at, file] = line.split(' ');
-      const sandbox = file!.split('/cards/')[0]!;
-      if (seen.has(sandbox)) continue;
-      seen.add(sandbox);
-      rows.push([Number(at) * 1000 - t0, `AGENT ${id} in a new sandbox (${seen.size})`]);
-    }
+    let nth = 0;
+    for (const { id, at } of stamps.firstBySandbox(0).values()) rows.push([at - t0, `AGENT ${id} in a new sandbox (${++nth})`]);
     for (const [at, what] of rows.sort((a, b) => a[0] - b[0]).slice(0, 60)) console.log(`${at.toFixed(1).padStart(8)} ms  ${what}`);
     console.log(
       `\nCPU from the POST to the ${N}th agent (${allRunningMs.toFixed(0)} ms): the stack process ${cpu1.stack - cpu0.stack} ms (resident ${readFileSync(`/proc/${stack.pid}/status`, 'latin1').match(/VmRSS:\s*(\d+)/)?.[1]} kB), its redis-server ${cpu1.redis - cpu0.redis} ms, the box ${cpu1.box.busy - cpu0.box.busy} of ${cpu1.box.total - cpu0.box.total} ms (USER_HZ ticks)`,
@@ -98,5 +78,5 @@ try {
   http.destroy();
   conn.disconnect();
   await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
+  stamps.remove();
 }

@@ -6,7 +6,6 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/first-instruction-timeline.ts [--cards N]
  */
-import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,36 +17,26 @@ import { keys } from '@lanes/queue';
 import { InitChannel } from '../../libs/sandbox/src/local/init-channel.js';
 import { LocalSandbox } from '../../libs/sandbox/src/local/local-sandbox.js';
 import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
+import { traceRedisCommands } from '../support/redis-trace.js';
 
 const { values } = parseArgs({ options: { cards: { type: 'string', default: '100' } } });
 const CARDS = Number(values.cards);
 const wallMs = () => performance.timeOrigin + performance.now();
 
-/** Script name by sha, from every defineCommand. */
-const scriptNames = new Map<string, string>();
-type Definable = { defineCommand: (name: string, def: { lua: string }) => void };
-const define = (Redis.prototype as unknown as Definable).defineCommand;
-(Redis.prototype as unknown as Definable).defineCommand = function (this: Definable, name, def) {
-  scriptNames.set(createHash('sha1').update(def.lua).digest('hex'), name);
-  return define.call(this, name, def);
-};
 let events: Array<{ at: number; what: string }> | undefined;
-type Sendable = { sendCommand: (command: { name: string; args: unknown[]; promise: Promise<unknown> }, stream?: unknown) => unknown };
-const proto = Redis.prototype as unknown as Sendable;
-const sendCommand = proto.sendCommand;
 let own: unknown;
-proto.sendCommand = function (this: Sendable & object, command, stream) {
-  const log = events;
-  if (log && this !== own) {
-    const name = command.name === 'evalsha' ? (scriptNames.get(String(command.args[0])) ?? 'evalsha') : command.name;
+traceRedisCommands(
+  (name, _args, answered) => {
+    const log = events;
+    if (!log) return;
     log.push({ at: wallMs(), what: `${name} sent` });
-    command.promise.then(
+    answered.then(
       () => log.push({ at: wallMs(), what: `${name} answered` }),
       () => undefined,
     );
-  }
-  return sendCommand.call(this, command, stream);
-};
+  },
+  () => own,
+);
 type Requesting = { request: (r: { op: string }, on: (e: { t: string }) => void) => number };
 const request = (InitChannel.prototype as unknown as Requesting).request;
 (InitChannel.prototype as unknown as Requesting).request = function (this: Requesting, r, on) {

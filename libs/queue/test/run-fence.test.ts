@@ -109,63 +109,49 @@ describe('the card write script agrees with evaluateRunFence (real Redis)', () =
       expect(await redis.sismember(keys.jobStalled(card.lane), card.id)).toBe(1);
     }
   });
-});
 
-/** A run's move into running renews its lock in the same step (its first lease renewal), as BullMQ's extendLock writes it. */
-describe('the move to running renews the run’s lock (real Redis)', () => {
-  let server: TestRedis;
-  let redis: Redis;
-  let store: CardStore;
+  /** A run's move into running renews its lock in the same step (its first lease renewal), as BullMQ's extendLock writes it. */
+  describe('the move to running renews the run’s lock', () => {
+    /** A queued card whose job's lock this run holds with `ttlMs` left, and which BullMQ's stalled check has marked. */
+    async function held(ttlMs: number): Promise<{ card: Card; lockKey: string }> {
+      const card: Card = { id: `c-${randomBytes(4).toString('hex')}`, lane: `l-${randomBytes(3).toString('hex')}`, title: 'renewed', priority: 0 };
+      await store.create(card);
+      const lockKey = keys.jobLock(card.lane, card.id);
+      await redis.set(lockKey, 'run-token', 'PX', ttlMs);
+      await redis.sadd(keys.jobStalled(card.lane), card.id);
+      return { card, lockKey };
+    }
+    const running: CardMove = { to: 'running', attempt: 1, sandboxId: 'sb', slot: 's0' };
 
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
-    store = new CardStore({ redis, now: Date.now });
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+    it('with renewLockMs: the lock again for that long, and off the stalled check’s list', async () => {
+      const { card, lockKey } = await held(1_000);
+      expect((await store.transition(card, running, { kind: 'run', token: 'run-token', renewLockMs: LOCK_MS })).ok).toBe(true);
+      expect(await redis.get(lockKey)).toBe('run-token');
+      expect(await redis.pttl(lockKey)).toBeGreaterThan(LOCK_MS - 1_000);
+      expect(await redis.sismember(keys.jobStalled(card.lane), card.id)).toBe(0);
+    });
 
-  /** A queued card whose job's lock this run holds with `ttlMs` left, and which BullMQ's stalled check has marked. */
-  async function held(ttlMs: number): Promise<{ card: Card; lockKey: string }> {
-    const card: Card = { id: `c-${randomBytes(4).toString('hex')}`, lane: `l-${randomBytes(3).toString('hex')}`, title: 'renewed', priority: 0 };
-    await store.create(card);
-    const lockKey = keys.jobLock(card.lane, card.id);
-    await redis.set(lockKey, 'run-token', 'PX', ttlMs);
-    await redis.sadd(keys.jobStalled(card.lane), card.id);
-    return { card, lockKey };
-  }
-  const running: CardMove = { to: 'running', attempt: 1, sandboxId: 'sb', slot: 's0' };
+    it('without it: the lock and the stalled mark are left as they were', async () => {
+      const { card, lockKey } = await held(1_000);
+      expect((await store.transition(card, running, { kind: 'run', token: 'run-token' })).ok).toBe(true);
+      expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
+      expect(await redis.sismember(keys.jobStalled(card.lane), card.id)).toBe(1);
+    });
 
-  it('with renewLockMs: the lock again for that long, and off the stalled check’s list', async () => {
-    const { card, lockKey } = await held(1_000);
-    expect((await store.transition(card, running, { kind: 'run', token: 'run-token', renewLockMs: LOCK_MS })).ok).toBe(true);
-    expect(await redis.get(lockKey)).toBe('run-token');
-    expect(await redis.pttl(lockKey)).toBeGreaterThan(LOCK_MS - 1_000);
-    expect(await redis.sismember(keys.jobStalled(card.lane), card.id)).toBe(0);
-  });
+    it('another run’s lock is never renewed: the move is stale and writes nothing', async () => {
+      const { card, lockKey } = await held(1_000);
+      const moved = await store.transition(card, running, { kind: 'run', token: 'other-token', renewLockMs: LOCK_MS });
+      expect(moved.ok ? 'ok' : moved.refusal).toBe('stale');
+      expect(await redis.get(lockKey)).toBe('run-token');
+      expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
+      expect((await store.get(card.id))!.state).toBe('queued');
+    });
 
-  it('without it: the lock and the stalled mark are left as they were', async () => {
-    const { card, lockKey } = await held(1_000);
-    expect((await store.transition(card, running, { kind: 'run', token: 'run-token' })).ok).toBe(true);
-    expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
-    expect(await redis.sismember(keys.jobStalled(card.lane), card.id)).toBe(1);
-  });
-
-  it('another run’s lock is never renewed: the move is stale and writes nothing', async () => {
-    const { card, lockKey } = await held(1_000);
-    const moved = await store.transition(card, running, { kind: 'run', token: 'other-token', renewLockMs: LOCK_MS });
-    expect(moved.ok ? 'ok' : moved.refusal).toBe('stale');
-    expect(await redis.get(lockKey)).toBe('run-token');
-    expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
-    expect((await store.get(card.id))!.state).toBe('queued');
-  });
-
-  it('a move out of running ignores it', async () => {
-    const { card, lockKey } = await held(1_000);
-    expect((await store.transition(card, running, { kind: 'run', token: 'run-token' })).ok).toBe(true);
-    expect((await store.transition(card, { to: 'done', attempt: 1, result: { ok: true } }, { kind: 'run', token: 'run-token', renewLockMs: LOCK_MS })).ok).toBe(true);
-    expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
+    it('a move out of running ignores it', async () => {
+      const { card, lockKey } = await held(1_000);
+      expect((await store.transition(card, running, { kind: 'run', token: 'run-token' })).ok).toBe(true);
+      expect((await store.transition(card, { to: 'done', attempt: 1, result: { ok: true } }, { kind: 'run', token: 'run-token', renewLockMs: LOCK_MS })).ok).toBe(true);
+      expect(await redis.pttl(lockKey)).toBeLessThanOrEqual(1_000);
+    });
   });
 });
