@@ -6,11 +6,10 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/provider-canary.ts [--max-slots N] [--rounds R]
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
+import { makeStampAgent } from '../support/stamp-agent.js';
 
 const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, rounds: { type: 'string', default: '12' } } });
 const N = Number(values['max-slots']);
@@ -18,34 +17,24 @@ const ROUNDS = Number(values.rounds);
 const wallMs = () => performance.timeOrigin + performance.now();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
-const dir = mkdtempSync(join(tmpdir(), 'lanes-probe-canary-'));
-chmodSync(dir, 0o777);
-const stampFile = join(dir, 'stamps');
-writeFileSync(stampFile, '');
-chmodSync(stampFile, 0o666);
-const agent = join(dir, 'agent.sh');
-writeFileSync(agent, `printf '%s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" >> ${stampFile}\nsleep 1\n`);
-chmodSync(agent, 0o755);
+const stamps = makeStampAgent('lanes-probe-canary-', 1_000);
 const isolation = detectIsolation();
 
 async function round(r: number, canary: boolean): Promise<number> {
-  const provider = createLocalProvider({ baseDir: join(dir, `round-${r}`), isolation });
+  const provider = createLocalProvider({ baseDir: join(stamps.dir, `round-${r}`), isolation });
   const handles: SandboxHandle[] = [];
   try {
+    const offset = stamps.offset();
     const t0 = wallMs();
     await Promise.all(
       Array.from({ length: N }, async (_, i) => {
         const h = await provider.create({ image: 'local', tags: { lane: 'canary', slot: String(i), worker: 'probe' } });
         handles.push(h);
         if (canary) await h.exec(['echo', `nonce-${r}-${i}`]);
-        await h.exec(['bash', agent], { env: { LANES_CARD_ID: `r${r}-${i}` } });
+        await h.exec(['bash', stamps.agent], { env: { LANES_CARD_ID: `r${r}-${i}`, LANES_CARD_FILE: `${h.workdir}/cards/r${r}-${i}/card.json` } });
       }),
     );
-    const stamps = readFileSync(stampFile, 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith(`r${r}-`))
-      .map((l) => Number(l.split(' ')[1]) * 1000 - t0);
-    return Math.max(...stamps);
+    return Math.max(...[...stamps.firstBySandbox(offset, `r${r}-`).values()].map((s) => s.at)) - t0;
   } finally {
     await Promise.all(handles.map((h) => h.terminate()));
     await provider.close();
@@ -62,5 +51,5 @@ try {
     `\n${N} sandboxes at once (${isolation}), to the last agent's first instruction: create + agent ${show(plain)}; create + canary + agent ${show(withCanary)}: ${(median(withCanary) / median(plain)).toFixed(2)}×`,
   );
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  stamps.remove();
 }

@@ -325,9 +325,10 @@ export class Slot {
     const announced = this.deps.events
       .append({ type, at: new Date(now()).toISOString(), lane: lane.name, slot: this.id, sandboxId: handle.id, data: handle.pid ? { pid: handle.pid } : {} })
       .catch(() => undefined);
-    // The first card need not wait for either: its move to running follows them on the same
-    // connection, so Redis has the announcement before the card runs. What re-drives blocked cards
-    // waits for the breaker's reset, as before.
+    // The first card need not wait for either. Its move to running follows the announcement on the
+    // same connection, so Redis has the announcement before the card runs; the breaker's reset (on
+    // the breaker store's own connection) gates only creates, not this sandbox's cards. What
+    // re-drives blocked cards waits for the reset, as before.
     void Promise.all([passed, announced]).then(
       () => this.deps.onLive(this, respawn),
       (err: unknown) => log.warn({ err: String(err), sandboxId: handle.id }, 'breaker reset after a passed canary failed'),
