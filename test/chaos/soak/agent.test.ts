@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,8 @@ describe('soak agent: the socket-based concurrency detector', () => {
   let dir: string;
   let ledger: string;
   let runsDir: string;
+  /** The agent, copied beside the ledger: a checkout may sit where another uid cannot reach it (mktemp -d is 0700). */
+  let agentPath: string;
   const children: ChildProcess[] = [];
 
   beforeEach(() => {
@@ -29,6 +31,9 @@ describe('soak agent: the socket-based concurrency detector', () => {
     chmodSync(runsDir, 0o777);
     writeFileSync(ledger, '');
     chmodSync(ledger, 0o666);
+    agentPath = join(dir, 'agent.mjs');
+    copyFileSync(AGENT_PATH, agentPath);
+    chmodSync(agentPath, 0o644);
   });
   afterEach(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -40,7 +45,7 @@ describe('soak agent: the socket-based concurrency detector', () => {
   async function run(card: string, sandbox: string, workMs: number, uid?: number): Promise<{ child: ChildProcess; exited: Promise<number | null>; id: string }> {
     const cardFile = join(dir, `${sandbox}.json`);
     writeFileSync(cardFile, JSON.stringify({ id: card, metadata: { workMs } }));
-    const child = spawn(process.execPath, [AGENT_PATH], {
+    const child = spawn(process.execPath, [agentPath], {
       env: { PATH: process.env.PATH, SOAK_LEDGER: ledger, SOAK_RUNS_DIR: runsDir, LANES_CARD_ID: card, LANES_SANDBOX_ID: sandbox, LANES_ATTEMPT: '1', LANES_CARD_FILE: cardFile },
       stdio: 'ignore',
       ...(uid !== undefined ? { uid, gid: uid } : {}),
