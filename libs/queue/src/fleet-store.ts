@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis, Result } from 'ioredis';
 import {
   LaneIsolationSchema,
   LivenessVerdictSchema,
@@ -13,6 +13,33 @@ import { keys } from './names.js';
 
 /** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
 export const SANDBOX_RECORD_TTL_S = 7 * 24 * 3600;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    lanesSandboxMerge(key: string, fields: string, ttlS: number): Result<number, Context>;
+  }
+}
+
+/**
+ * KEYS[1] a sandbox's record (JSON), ARGV[1] the fields to merge in (a JSON object), ARGV[2] its TTL
+ * in seconds. Read and write in one step: a worker sends its records without waiting for the last
+ * (a death's details, then the replacement; both queue up while Redis is away), and a merge read
+ * before the other's write landed would drop that write's fields. An unreadable record is replaced.
+ */
+const MERGE_LUA = `
+local merged = cjson.decode(ARGV[1])
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local ok, previous = pcall(cjson.decode, raw)
+  if ok and type(previous) == 'table' then
+    for k, v in pairs(merged) do previous[k] = v end
+    merged = previous
+  end
+end
+redis.call('SET', KEYS[1], cjson.encode(merged), 'EX', ARGV[2])
+return 1
+`;
+const mergeDefined = new WeakSet<Redis>();
 
 export interface LaneHealth {
   status: 'healthy' | 'degraded' | 'outage';
@@ -147,9 +174,11 @@ export class FleetStore {
 
   /** Merges fields into the sandbox's record (created, live, dead with its observed exit code). */
   async putSandbox(record: SandboxRecord): Promise<void> {
-    const key = keys.sandbox(record.id);
-    const previous = await this.sandbox(record.id);
-    await this.redis.set(key, JSON.stringify({ ...previous, ...record }), 'EX', SANDBOX_RECORD_TTL_S);
+    if (!mergeDefined.has(this.redis)) {
+      mergeDefined.add(this.redis);
+      this.redis.defineCommand('lanesSandboxMerge', { numberOfKeys: 1, lua: MERGE_LUA });
+    }
+    await this.redis.lanesSandboxMerge(keys.sandbox(record.id), JSON.stringify(record), SANDBOX_RECORD_TTL_S);
   }
 
   /** The owners lanes recorded for these sandboxes (one round trip); ids it has no record of are absent. */
@@ -164,9 +193,11 @@ export class FleetStore {
     return owners;
   }
 
+  /** The record lanes keeps of a sandbox; undefined when there is none or it cannot be read. */
   async sandbox(id: string): Promise<SandboxRecord | undefined> {
     const raw = await this.redis.get(keys.sandbox(id));
-    return raw ? (JSON.parse(raw) as SandboxRecord) : undefined;
+    const parsed = raw === null ? undefined : safeJson(raw);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as SandboxRecord) : undefined;
   }
 }
 

@@ -26,7 +26,7 @@ export {
   type CallbackBacklog,
   type CommandOutcome,
 } from './lane-queues.js';
-export { FleetStore, type BreakerStatus, type LaneHealth } from './fleet-store.js';
+export { FleetStore, SANDBOX_RECORD_TTL_S, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
 export { asRedisFullError } from './redis-errors.js';
 export {

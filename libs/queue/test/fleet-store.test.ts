@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetStore, createRedis, keys } from '@lanes/queue';
+import { FleetStore, SANDBOX_RECORD_TTL_S, createRedis, keys } from '@lanes/queue';
 import { livenessOf } from '@lanes/supervision';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
@@ -97,5 +97,67 @@ describe('FleetStore liveness (real Redis)', () => {
     expect(livenessOf(await fleet.liveness(), w)).toBe('gone');
     await waitFor('the verdicts to expire', async () => Object.keys(await fleet.liveness()).length === 0);
     expect(livenessOf(await fleet.liveness(), w)).toBe('unknown');
+  });
+});
+
+describe('FleetStore sandbox records (real Redis)', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let fleet: FleetStore;
+  const base = (id: string) => ({ id, provider: 'local', lane: 'l', slot: 's-0', worker: 'w-1' });
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = createRedis(server.url);
+    fleet = new FleetStore(redis);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('a record merges into the one before it and outlives its sandbox by a week', async () => {
+    const id = uid('sb');
+    await fleet.putSandbox({ ...base(id), state: 'creating', pid: 42, createdAt: '2026-12-03T08:00:00.000Z' });
+    await fleet.putSandbox({ ...base(id), state: 'dead', deadAt: '2026-12-03T08:01:00.000Z', observedExitCode: 0, reason: 'exited(0) — “quoted” / slashed' });
+    expect(await fleet.sandbox(id)).toEqual({
+      ...base(id),
+      state: 'dead',
+      pid: 42,
+      createdAt: '2026-12-03T08:00:00.000Z',
+      deadAt: '2026-12-03T08:01:00.000Z',
+      observedExitCode: 0,
+      reason: 'exited(0) — “quoted” / slashed',
+    });
+    const ttlS = await redis.ttl(keys.sandbox(id));
+    expect(ttlS).toBeGreaterThan(SANDBOX_RECORD_TTL_S - 60);
+    expect(ttlS).toBeLessThanOrEqual(SANDBOX_RECORD_TTL_S);
+    expect(await fleet.sandboxOwners([id, uid('none')])).toEqual({ [id]: { worker: 'w-1', lane: 'l', slot: 's-0' } });
+  });
+
+  it('records sent together (the worker does not wait for one before the next) lose no field', async () => {
+    // A death's details and the replacement that follows it, queued on one connection (as they are
+    // while Redis is away): a merge that reads before the other's write landed would drop one.
+    const id = uid('sb');
+    await fleet.putSandbox({ ...base(id), state: 'live', liveAt: '2026-12-03T08:00:00.000Z' });
+    await Promise.all([
+      fleet.putSandbox({ ...base(id), state: 'dead', deadAt: '2026-12-03T08:01:00.000Z', observedExitCode: 'unknown', reason: 'poll: missing' }),
+      fleet.putSandbox({ ...base(id), state: 'dead', replacedBy: 'sb-next' }),
+    ]);
+    expect(await fleet.sandbox(id)).toMatchObject({
+      state: 'dead',
+      liveAt: '2026-12-03T08:00:00.000Z',
+      deadAt: '2026-12-03T08:01:00.000Z',
+      observedExitCode: 'unknown',
+      reason: 'poll: missing',
+      replacedBy: 'sb-next',
+    });
+  });
+
+  it('an unreadable record is replaced, not kept', async () => {
+    const id = uid('sb');
+    await redis.set(keys.sandbox(id), '{not json');
+    await fleet.putSandbox({ ...base(id), state: 'live' });
+    expect(await fleet.sandbox(id)).toEqual({ ...base(id), state: 'live' });
   });
 });
