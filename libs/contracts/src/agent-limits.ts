@@ -28,6 +28,13 @@ export const CARD_OUTPUT_MAX_BYTES = 1024 * 1024;
 /** The last this many bytes of a card's output stay with the card after it ends (`outputTail` of `GET /v1/cards/:id`). */
 export const CARD_OUTPUT_TAIL_BYTES = 64 * 1024;
 /**
+ * One entry of a card's output stream holds at most this many bytes of lines (a line, capped at
+ * JOB_LOG_MAX_LINE_CHARS, is never split). The stream is trimmed whole entries at a time, so it
+ * holds at least its budget less one entry: however an agent's output was batched, the last
+ * CARD_OUTPUT_TAIL_BYTES are there when it ends.
+ */
+export const CARD_OUTPUT_ENTRY_MAX_BYTES = CARD_OUTPUT_TAIL_BYTES;
+/**
  * A card that ended without printing keeps its output stream (only the end entry, which tells a
  * reader attached at the end that nothing more comes) this long, not for the card's retention: a
  * Redis stream takes about 4.7 KB however little it holds, more than the rest of a retained card.

@@ -15,25 +15,28 @@ declare module 'ioredis' {
  * card has ended carries the card's expiry (card-script.ts); a log list made after that gets the
  * same, so no log outlives its job.
  *
- * In the same step the batch becomes one entry of the card's output stream (`GET /v1/cards/:id/output`
- * reads it; the entry's id is the SSE resume id): `l` the lines joined by newlines, `t` the bytes of
- * output written to the stream so far, this entry included. The stream is held to the byte budget
- * (CARD_OUTPUT_MAX_BYTES): a batch larger than it keeps only its last lines that fit, and whole
- * entries are trimmed oldest first while what the stream holds would pass it. So nothing an agent
- * prints makes the stream hold more than the budget, and a reader resuming from an id it was given
+ * In the same step the batch becomes entries of the card's output stream (`GET /v1/cards/:id/output`
+ * reads them; an entry's id is the SSE resume id): `l` lines joined by newlines, at most
+ * CARD_OUTPUT_ENTRY_MAX_BYTES of them per entry, `t` the bytes of output written to the stream so far,
+ * this entry included. The stream is held to the byte budget (CARD_OUTPUT_MAX_BYTES): a batch larger
+ * than it keeps only its last lines that fit, and whole entries are trimmed oldest first while what
+ * the stream holds would pass it. So nothing an agent prints makes the stream hold more than the
+ * budget, nor less than the budget less one entry (were a large batch one entry, a few bytes more
+ * would drop it whole, and a flood's last 64 KiB with it), and a reader resuming from an id it was given
  * gets every later entry that is still held, once.
  * KEYS: 1 job hash, 2 job log list, 3 the card's output stream. ARGV: 1 keepLogs ('' for all),
- * 2 the output stream's byte budget, 3… lines.
+ * 2 the output stream's byte budget, 3 the most bytes of lines per entry, 4… lines.
  */
 const APPEND_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+local n = redis.call('RPUSH', KEYS[2], unpack(ARGV, 4))
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 local budget = tonumber(ARGV[2])
+local entryMax = tonumber(ARGV[3])
 local first = #ARGV
 local size = #ARGV[first]
-while first > 3 and size + 1 + #ARGV[first - 1] <= budget do
+while first > 4 and size + 1 + #ARGV[first - 1] <= budget do
   first = first - 1
   size = size + 1 + #ARGV[first]
 end
@@ -45,11 +48,21 @@ local function total(entry)
   return t, len
 end
 local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
-local written = size
-if last then written = written + total(last) end
-redis.call('XADD', KEYS[3], '*', 'l', table.concat(ARGV, '\\n', first, #ARGV), 't', written)
+local written = 0
+if last then written = total(last) end
+local i = first
+while i <= #ARGV do
+  local j, len = i, #ARGV[i]
+  while j < #ARGV and len + 1 + #ARGV[j + 1] <= entryMax do
+    j = j + 1
+    len = len + 1 + #ARGV[j]
+  end
+  written = written + len
+  redis.call('XADD', KEYS[3], '*', 'l', table.concat(ARGV, '\\n', i, j), 't', written)
+  i = j + 1
+end
 if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
--- An entry is kept while it starts at or after the floor; the newest always does (size <= budget).
+-- An entry is kept while it starts at or after the floor; the newest always does (its lines fit the budget).
 -- While no more than the budget has ever been written, nothing can be over it.
 local floor = written - budget
 while floor > 0 do
@@ -95,5 +108,13 @@ export async function appendJobLog(
     defined.add(redis);
     redis.defineCommand('lanesJobLogAppend', { numberOfKeys: 3, lua: APPEND_LUA });
   }
-  return redis.lanesJobLogAppend(keys.job(lane, jobId), keys.jobLogs(lane, jobId), keys.cardOutput(jobId), keepLogs ?? '', outputMaxBytes, ...lines);
+  return redis.lanesJobLogAppend(
+    keys.job(lane, jobId),
+    keys.jobLogs(lane, jobId),
+    keys.cardOutput(jobId),
+    keepLogs ?? '',
+    outputMaxBytes,
+    agentLimits.CARD_OUTPUT_ENTRY_MAX_BYTES,
+    ...lines,
+  );
 }

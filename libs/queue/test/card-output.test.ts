@@ -61,7 +61,7 @@ describe('a card’s output stream', () => {
     return entries.reduce((n, [, f]) => n + (f[0] === 'l' ? Buffer.byteLength(f[1] ?? '') : 0), 0);
   };
 
-  it('each batch is one entry; reading after an entry’s id gives the later ones, none twice', async () => {
+  it('a small batch is one entry; reading after an entry’s id gives the later ones, none twice', async () => {
     const card = newCard();
     await store.create(card);
     await takeJob(card);
@@ -101,6 +101,40 @@ describe('a card’s output stream', () => {
     const after = linesOf((await output.range(card.id, '0-0', 100)).entries);
     expect(after.at(-1)?.startsWith('big-29')).toBe(true);
     expect(after.some((l) => l.startsWith('049'))).toBe(false);
+  });
+
+  it('a large batch followed by a small one still holds the last 64 KiB: entries are cut at 64 KiB, so trimming whole ones oldest first keeps all but one entry’s worth of the budget', async () => {
+    const card = newCard();
+    await store.create(card);
+    await takeJob(card);
+    // Just under the budget in one batch (an agent flooding faster than the worker appends), then
+    // enough to push the first byte out: trimmed as one entry, the whole megabyte would go.
+    const line = (i: number) => `${i}`.padStart(999, '0');
+    await appendJobLog(
+      redis,
+      lane,
+      card.id,
+      Array.from({ length: 1_040 }, (_, i) => line(i)),
+    );
+    await appendJobLog(
+      redis,
+      lane,
+      card.id,
+      Array.from({ length: 60 }, (_, i) => line(1_040 + i)),
+    );
+    await appendJobLog(redis, lane, card.id, ['the-end']);
+    const held = await heldBytes(card);
+    expect(held).toBeLessThanOrEqual(agentLimits.CARD_OUTPUT_MAX_BYTES);
+    expect(held).toBeGreaterThan(agentLimits.CARD_OUTPUT_MAX_BYTES - agentLimits.CARD_OUTPUT_ENTRY_MAX_BYTES - 1_000);
+    const tail = (await output.tail(card.id))!;
+    expect(Buffer.byteLength(tail)).toBeGreaterThan(agentLimits.CARD_OUTPUT_TAIL_BYTES - 1_000);
+    expect(tail.endsWith(`${line(1_099)}\nthe-end`)).toBe(true);
+    // Entries stay whole lines, in order, each within its cap.
+    const entries = (await output.range(card.id, '0-0', 1_000)).entries;
+    const lines = linesOf(entries);
+    expect(lines.at(-1)).toBe('the-end');
+    expect(lines.slice(0, -1).every((l, i, all) => i === 0 || Number(l) === Number(all[i - 1]) + 1)).toBe(true);
+    for (const e of entries) if (e.kind === 'lines') expect(Buffer.byteLength(e.lines.join('\n'))).toBeLessThanOrEqual(agentLimits.CARD_OUTPUT_ENTRY_MAX_BYTES);
   });
 
   it('a terminal move adds the end entry and gives the stream the card’s expiry; a retry persists it', async () => {
