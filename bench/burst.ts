@@ -5,8 +5,8 @@
  *   npx tsx --conditions=@lanes/source bench/burst.ts [--max-slots N] [--cards C] [--rounds R] [--work-ms W]
  *   # defaults 8, 200, 5, 3000
  *
- * Lanes: each round starts a fresh stack (API, worker, supervisor; `lanes up`'s heartbeat) in a
- * process of its own (bench/support/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
+ * Lanes (bench/support/burst-lane.ts): each round starts a fresh stack (API, worker, supervisor;
+ * `lanes up`'s heartbeat) in a process of its own (bench/support/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
  * on local sandboxes; waits until `GET /v1/lanes` shows no live sandbox and the slot scaler's
  * cooldown since boot has passed; then posts C cards in one `POST {cards:[…]}` and times until N
  * different sandboxes have each started a card. The agent's first act stamps `$EPOCHREALTIME`
@@ -23,11 +23,9 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaults } from '@lanes/contracts';
 import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
-import { apiClient, startRedis, waitFor } from '../test/harness/index.js';
-import { postJson } from './support/enqueue-client.js';
-import { startStackProcess } from './support/stack-client.js';
+import { startRedis } from '../test/harness/index.js';
+import { burstLaneRound, nthSandboxAt } from './support/burst-lane.js';
 import { makeStampAgent } from './support/stamp-agent.js';
 
 const { values } = parseArgs({
@@ -43,13 +41,6 @@ const CARDS = Number(values.cards);
 const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
 const TARGET = 1.3;
-const POLL_MS = 5;
-const HEARTBEAT_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
-/** A round starts only once the boot's slot change is older than the scaler's cooldown: a burst finds a settled lane. */
-const SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
-/** The idle slot the worker boots with lets its sandbox go this soon, so the lane is at zero sandboxes before the burst. */
-const IDLE_RELEASE_MS = 200;
-
 const wallMs = () => performance.timeOrigin + performance.now();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
@@ -57,18 +48,6 @@ const redis = await startRedis();
 const stamps = makeStampAgent('lanes-bench-burst-', WORK_MS);
 const { dir, agent } = stamps;
 const isolation = detectIsolation();
-
-/** Waits until `n` different sandboxes have stamped cards of `prefix` since `offset`; answers the time of the n-th one's first stamp. */
-async function nthSandbox(offset: number, n: number, prefix: string): Promise<number> {
-  return waitFor(
-    `${n} sandboxes running ${prefix} cards`,
-    async () => {
-      const first = stamps.firstBySandbox(offset, prefix);
-      return first.size >= n ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
-    },
-    { intervalMs: POLL_MS, timeoutMs: 120_000 },
-  );
-}
 
 /** The provider alone: N sandboxes at once, the agent once in each as soon as it exists. */
 async function providerRound(r: number): Promise<number> {
@@ -82,7 +61,7 @@ async function providerRound(r: number): Promise<number> {
       handles.push(h);
       await h.exec(['bash', agent], { env: { LANES_CARD_ID: `p${r}-${i}`, LANES_CARD_FILE: `${h.workdir}/cards/p${r}-${i}/card.json` } });
     });
-    const at = await nthSandbox(offset, N, `p${r}-`);
+    const at = await nthSandboxAt(stamps, offset, N, `p${r}-`);
     await Promise.all(runs);
     return at - t0;
   } finally {
@@ -91,37 +70,8 @@ async function providerRound(r: number): Promise<number> {
   }
 }
 
-/** A fresh stack whose lane idles at zero sandboxes, then a burst of CARDS. */
-async function lanesRound(r: number, http: Agent): Promise<number> {
-  const lane = `burst-${r}`;
-  const stack = await startStackProcess({
-    redisUrl: redis.url,
-    lanes: [{ name: lane, slots: N, minSlots: 0, maxSlots: N, agent: ['bash', agent], idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 }],
-    parts: { api: true, worker: true, supervisor: true },
-    provider: 'local',
-    heartbeatIntervalMs: HEARTBEAT_MS,
-    sandboxDir: join(dir, `stack-${r}`),
-  });
-  try {
-    const api = apiClient(stack.url!);
-    const bootAt = performance.now();
-    await waitFor(
-      `${lane} at zero live sandboxes`,
-      async () => ((await api.lanes()).find((l) => l.name === lane)?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined,
-      { intervalMs: 50, timeoutMs: 60_000 },
-    );
-    const wait = SETTLE_MS - (performance.now() - bootAt);
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const offset = stamps.offset();
-    const cards = Array.from({ length: CARDS }, (_, i) => ({ id: `l${r}-${i}`, lane, title: 'burst' }));
-    const t0 = wallMs();
-    const res = await postJson(http, stack.url!, '/v1/cards', { cards });
-    if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-    return (await nthSandbox(offset, N, `l${r}-`)) - t0;
-  } finally {
-    await stack.stop();
-  }
-}
+/** A fresh stack whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
+const lanesRound = (round: number, http: Agent) => burstLaneRound({ redisUrl: redis.url, stamps, http, round, slots: N, cards: CARDS });
 
 const http = new Agent({ keepAlive: true });
 try {

@@ -2,7 +2,7 @@
  * Part of the benches: the burst benches' agent. A bash script whose first act appends its card
  * id, `$EPOCHREALTIME` (the wall clock in µs, read without a fork) and its card file's path (which
  * names the sandbox's workdir) to a stamp file, then works `workMs`, so a card holds its slot.
- * Used by burst.ts and probes/burst-{cpu,timeline,chain}.ts and probes/provider-canary.ts.
+ * Used by burst.ts and probes/burst-{cpu,timeline,chain,split}.ts and probes/provider-canary.ts.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,0 +1,85 @@
+/**
+ * Part of the benches: one lanes round of a burst, as bench/burst.ts runs it. A fresh stack (API,
+ * worker, supervisor; `lanes up`'s heartbeat) in a process of its own with one lane, `minSlots: 0`,
+ * `maxSlots`/`slots` N, on local sandboxes; waits until `GET /v1/lanes` shows no live sandbox and
+ * the slot scaler's cooldown since boot has passed; then posts the cards and answers the time from
+ * the first POST's start until N different sandboxes have each started a card.
+ * Used by burst.ts and probes/burst-split.ts.
+ */
+import type { Agent } from 'node:http';
+import { join } from 'node:path';
+import { defaults } from '@lanes/contracts';
+import { apiClient, waitFor } from '../../test/harness/index.js';
+import { postJson } from './enqueue-client.js';
+import { startStackProcess } from './stack-client.js';
+import type { StampAgent } from './stamp-agent.js';
+
+/** A round starts only once the boot's slot change is older than the scaler's cooldown: a burst finds a settled lane. */
+const SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
+/** The idle slot the worker boots with lets its sandbox go this soon, so the lane is at zero sandboxes before the burst. */
+const IDLE_RELEASE_MS = 200;
+const POLL_MS = 5;
+
+const wallMs = () => performance.timeOrigin + performance.now();
+
+/** Waits until `n` different sandboxes have stamped cards of `prefix` since `offset`; answers the time of the n-th one's first stamp. */
+export async function nthSandboxAt(stamps: StampAgent, offset: number, n: number, prefix: string): Promise<number> {
+  return waitFor(
+    `${n} sandboxes running ${prefix} cards`,
+    async () => {
+      const first = stamps.firstBySandbox(offset, prefix);
+      return first.size >= n ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
+    },
+    { intervalMs: POLL_MS, timeoutMs: 120_000 },
+  );
+}
+
+export interface BurstLaneRound {
+  redisUrl: string;
+  stamps: StampAgent;
+  http: Agent;
+  /** Names the lane, the cards (`l<round>-<i>`) and the stack's sandbox directory. */
+  round: number;
+  slots: number;
+  cards: number;
+  /** The cards go in POSTs of these sizes, all sent at once (default: one POST of every card). */
+  posts?: readonly number[];
+}
+
+/** One burst on a fresh stack whose lane idles at zero sandboxes: ms from the POST until every slot runs a card. */
+export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
+  const lane = `burst-${o.round}`;
+  const stack = await startStackProcess({
+    redisUrl: o.redisUrl,
+    lanes: [{ name: lane, slots: o.slots, minSlots: 0, maxSlots: o.slots, agent: ['bash', o.stamps.agent], idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 }],
+    parts: { api: true, worker: true, supervisor: true },
+    provider: 'local',
+    heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
+    sandboxDir: join(o.stamps.dir, `stack-${o.round}`),
+  });
+  try {
+    const api = apiClient(stack.url!);
+    const bootAt = performance.now();
+    await waitFor(
+      `${lane} at zero live sandboxes`,
+      async () => ((await api.lanes()).find((l) => l.name === lane)?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined,
+      { intervalMs: 50, timeoutMs: 60_000 },
+    );
+    const wait = SETTLE_MS - (performance.now() - bootAt);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const offset = o.stamps.offset();
+    const cards = Array.from({ length: o.cards }, (_, i) => ({ id: `l${o.round}-${i}`, lane, title: 'burst' }));
+    const batches: Array<typeof cards> = [];
+    for (let from = 0, k = 0; from < cards.length; k++) {
+      const size = o.posts?.[k] ?? cards.length - from;
+      batches.push(cards.slice(from, from + size));
+      from += size;
+    }
+    const t0 = wallMs();
+    const replies = await Promise.all(batches.map((batch) => postJson(o.http, stack.url!, '/v1/cards', { cards: batch })));
+    for (const res of replies) if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
+    return (await nthSandboxAt(o.stamps, offset, o.slots, `l${o.round}-`)) - t0;
+  } finally {
+    await stack.stop();
+  }
+}
