@@ -7,7 +7,7 @@ import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index
 
 const uid = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
 
-describe('FleetStore liveness (real Redis)', () => {
+describe('FleetStore liveness and sandbox records (real Redis)', () => {
   let server: TestRedis;
   let redis: Redis;
   let fleet: FleetStore;
@@ -98,23 +98,9 @@ describe('FleetStore liveness (real Redis)', () => {
     await waitFor('the verdicts to expire', async () => Object.keys(await fleet.liveness()).length === 0);
     expect(livenessOf(await fleet.liveness(), w)).toBe('unknown');
   });
-});
 
-describe('FleetStore sandbox records (real Redis)', () => {
-  let server: TestRedis;
-  let redis: Redis;
-  let fleet: FleetStore;
+  // Sandbox records: what the worker writes of each sandbox it makes, and GET /v1/sandboxes/:id reads.
   const base = (id: string) => ({ id, provider: 'local', lane: 'l', slot: 's-0', worker: 'w-1' });
-
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
-    fleet = new FleetStore(redis);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
 
   it('a record merges into the one before it and outlives its sandbox by a week', async () => {
     const id = uid('sb');
