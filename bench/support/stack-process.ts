@@ -65,6 +65,14 @@ process.on('message', (m: StackProcessRequest) => {
     }
   })();
 });
+/**
+ * The bench gone without a stop took its Redis with it (the harness's redis-server ends with its
+ * parent), and a stop hands cards back through Redis: it would wait for it forever. So it gets this long.
+ */
+const ORPHAN_STOP_DEADLINE_MS = 5_000;
 // The bench gone (its IPC channel closed) without a stop: stop anyway, so nothing outlives it.
-process.once('disconnect', () => void stop().finally(() => process.exit(0)));
+process.once('disconnect', () => {
+  setTimeout(() => process.exit(1), ORPHAN_STOP_DEADLINE_MS).unref();
+  void stop().finally(() => process.exit(0));
+});
 process.send?.({ ready: true, url: t.stack.url, pid: process.pid } satisfies StackProcessReady);
