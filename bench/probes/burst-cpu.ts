@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { apiClient, startRedis, waitFor } from '../../test/harness/index.js';
+import { nthSandboxAt } from '../support/burst-lane.js';
 import { postJson } from '../support/enqueue-client.js';
 import { startStackProcess } from '../support/stack-client.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
@@ -41,12 +42,6 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const redis = await startRedis();
 const stamps = makeStampAgent('lanes-probe-burst-cpu-', 3_000);
 const { dir, agent } = stamps;
-
-/** The time of the N-th sandbox's first stamp since `offset` bytes (a sandbox is its card file's workdir). */
-function nthSandboxAt(offset: number): number | undefined {
-  const first = stamps.firstBySandbox(offset);
-  return first.size >= N ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
-}
 
 const http = new Agent({ keepAlive: true });
 const rounds: Array<{ lastAgentMs: number; postMs: number; stackCpuMs: number; redisCpuMs: number }> = [];
@@ -83,7 +78,7 @@ try {
       const res = await postJson(http, stack.url!, '/v1/cards', { cards });
       const postMs = wallMs() - t0;
       if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-      const last = await waitFor(`${N} sandboxes running cards`, async () => nthSandboxAt(offset), { intervalMs: 3, timeoutMs: 60_000 });
+      const last = await nthSandboxAt(stamps, offset, N, `b${r}-`);
       rounds.push({ lastAgentMs: last - t0, postMs, stackCpuMs: cpuMs(stack.pid) - before.stack, redisCpuMs: cpuMs(redis.pid!) - before.redis });
       const x = rounds.at(-1)!;
       console.error(

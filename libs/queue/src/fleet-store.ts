@@ -39,7 +39,13 @@ end
 redis.call('SET', KEYS[1], cjson.encode(merged), 'EX', ARGV[2])
 return 1
 `;
-const mergeDefined = new WeakSet<Redis>();
+const defined = new WeakSet<Redis>();
+
+function defineSandboxMerge(redis: Redis): void {
+  if (defined.has(redis)) return;
+  defined.add(redis);
+  redis.defineCommand('lanesSandboxMerge', { numberOfKeys: 1, lua: MERGE_LUA });
+}
 
 export interface LaneHealth {
   status: 'healthy' | 'degraded' | 'outage';
@@ -55,7 +61,9 @@ export interface BreakerStatus {
 
 /** What workers publish about themselves (heartbeats, slots, breakers) and the supervisor and API read. */
 export class FleetStore {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: Redis) {
+    defineSandboxMerge(redis);
+  }
 
   /** Publishes the worker's beat sequence: a counter it advances each beat, never a timestamp. */
   async beat(workerId: string, seq: number): Promise<void> {
@@ -174,10 +182,6 @@ export class FleetStore {
 
   /** Merges fields into the sandbox's record (created, live, dead with its observed exit code). */
   async putSandbox(record: SandboxRecord): Promise<void> {
-    if (!mergeDefined.has(this.redis)) {
-      mergeDefined.add(this.redis);
-      this.redis.defineCommand('lanesSandboxMerge', { numberOfKeys: 1, lua: MERGE_LUA });
-    }
     await this.redis.lanesSandboxMerge(keys.sandbox(record.id), JSON.stringify(record), SANDBOX_RECORD_TTL_S);
   }
 
@@ -196,8 +200,8 @@ export class FleetStore {
   /** The record lanes keeps of a sandbox; undefined when there is none or it cannot be read. */
   async sandbox(id: string): Promise<SandboxRecord | undefined> {
     const raw = await this.redis.get(keys.sandbox(id));
-    const parsed = raw === null ? undefined : safeJson(raw);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as SandboxRecord) : undefined;
+    const parsed = raw === null ? undefined : SandboxRecordSchema.safeParse(safeJson(raw));
+    return parsed?.success ? parsed.data : undefined;
   }
 }
 

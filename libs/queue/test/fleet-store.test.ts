@@ -140,9 +140,12 @@ describe('FleetStore liveness and sandbox records (real Redis)', () => {
     });
   });
 
-  it('an unreadable record is replaced, not kept', async () => {
+  it('an unreadable record reads as none, and is replaced, not kept', async () => {
     const id = uid('sb');
+    await redis.set(keys.sandbox(id), '{"id":"half a record"}');
+    expect(await fleet.sandbox(id)).toBeUndefined();
     await redis.set(keys.sandbox(id), '{not json');
+    expect(await fleet.sandbox(id)).toBeUndefined();
     await fleet.putSandbox({ ...base(id), state: 'live' });
     expect(await fleet.sandbox(id)).toEqual({ ...base(id), state: 'live' });
   });
