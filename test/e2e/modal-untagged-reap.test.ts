@@ -52,7 +52,13 @@ describe('orphan reaping on Modal when listings carry no tags (real SDK, local s
     const fleet = new FleetStore(conn);
     await fleet.putSandbox({ id: mine.id, provider: 'modal', state: 'live', lane: 'untagged', slot: `${owner}-untagged-0`, worker: owner });
     let seq = 0;
-    const beating = setInterval(() => void fleet.beat(owner, ++seq).catch(() => undefined), HEARTBEAT_INTERVAL_MS);
+    // The worker's silence begins at its last beat, not when the test stops beating: the supervisor
+    // cannot have seen a beat sent before this instant change after it.
+    let lastBeatSentAt = performance.now();
+    const beating = setInterval(() => {
+      lastBeatSentAt = performance.now();
+      void fleet.beat(owner, ++seq).catch(() => undefined);
+    }, HEARTBEAT_INTERVAL_MS);
     try {
       await waitFor('the supervisor to judge the worker alive', async () => (await fleet.liveness())[owner]?.liveness === 'alive');
       await t.stack.supervisor!.sweep();
@@ -60,14 +66,13 @@ describe('orphan reaping on Modal when listings carry no tags (real SDK, local s
     } finally {
       clearInterval(beating); // kill -9: no goodbye, the beats just stop
     }
-    const silentSince = performance.now();
     const reaped = await waitFor(
       'the silent worker’s sandbox to be reaped',
       async () => (await new EventLog(conn).recent(100)).find((e) => e.type === 'sandbox.reaped' && e.sandboxId === mine.id),
       { timeoutMs: 20_000 },
     );
     // Not before the silence outlasted the lock: a partitioned worker's run may still be working until then.
-    expect(performance.now() - silentSince).toBeGreaterThan(LOCK_DURATION_MS);
+    expect(performance.now() - lastBeatSentAt).toBeGreaterThan(LOCK_DURATION_MS);
     expect(reaped.data?.owner).toBe(owner);
     await waitFor('the sandbox to be gone on the server', () => !server.runningSandboxIds().includes(mine.id));
     await t.stack.supervisor!.sweep();
