@@ -4,7 +4,11 @@
  * `maxSlots`/`slots` N, on local sandboxes; waits until `GET /v1/lanes` shows no live sandbox and
  * the slot scaler's cooldown since boot has passed; then posts the cards and answers the time from
  * the first POST's start until N different sandboxes have each started a card.
- * Used by burst.ts and probes/burst-split.ts.
+ *
+ * `warm`: the stack has a second lane of the same shape whose agent is `true`, and runs 2N cards
+ * through it first (sandboxes made, canaries, moves, the POST's validation: the code a running
+ * stack has already used), then lets those sandboxes go, as a stack that has been up meets a burst.
+ * Used by burst.ts, probes/burst-split.ts and probes/burst-cpu.ts.
  */
 import type { Agent } from 'node:http';
 import { join } from 'node:path';
@@ -44,14 +48,20 @@ export interface BurstLaneRound {
   cards: number;
   /** The cards go in POSTs of these sizes, all sent at once (default: one POST of every card). */
   posts?: readonly number[];
+  /** Run 2N quick cards through a second lane first, so the burst meets code that has run once. */
+  warm?: boolean;
+  /** Called with the stack's pid just before the POST, once it is answered, and once every slot runs a card (for CPU readings). */
+  onMeasure?: (phase: 'before' | 'posted' | 'after', stackPid: number) => void;
 }
 
 /** One burst on a fresh stack whose lane idles at zero sandboxes: ms from the POST until every slot runs a card. */
 export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
   const lane = `burst-${o.round}`;
+  const warmLane = `warm-${o.round}`;
+  const shape = { slots: o.slots, minSlots: 0, maxSlots: o.slots, idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 };
   const stack = await startStackProcess({
     redisUrl: o.redisUrl,
-    lanes: [{ name: lane, slots: o.slots, minSlots: 0, maxSlots: o.slots, agent: ['bash', o.stamps.agent], idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 }],
+    lanes: [{ name: lane, agent: ['bash', o.stamps.agent], ...shape }, ...(o.warm ? [{ name: warmLane, agent: ['true'], ...shape }] : [])],
     parts: { api: true, worker: true, supervisor: true },
     provider: 'local',
     heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -60,12 +70,20 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
   try {
     const api = apiClient(stack.url!);
     const bootAt = performance.now();
-    await waitFor(
-      `${lane} at zero live sandboxes`,
-      async () => ((await api.lanes()).find((l) => l.name === lane)?.slots ?? []).every((s) => s.sandbox?.state !== 'live') || undefined,
-      { intervalMs: 50, timeoutMs: 60_000 },
-    );
-    const wait = SETTLE_MS - (performance.now() - bootAt);
+    if (o.warm) {
+      const warm = Array.from({ length: 2 * o.slots }, (_, i) => ({ id: `w${o.round}-${i}`, lane: warmLane, title: 'warm' }));
+      const res = await postJson(o.http, stack.url!, '/v1/cards', { cards: warm });
+      if (res.status >= 300) throw new Error(`POST /v1/cards (warm-up): ${res.status} ${res.text}`);
+      for (const { id } of warm) await waitFor(`${id} done`, async () => (await api.card(id)).state === 'done' || undefined, { intervalMs: 50, timeoutMs: 60_000 });
+    }
+    await waitFor(`${lane} at zero live sandboxes`, async () => (await api.lanes()).flatMap((l) => l.slots).every((s) => s.sandbox?.state !== 'live') || undefined, {
+      intervalMs: 50,
+      timeoutMs: 60_000,
+    });
+    // The burst lane's scaler cooldown runs from the boot; after a warm-up the same pause lets the
+    // warm lane's sandboxes end and the box go quiet before the POST.
+    const settledFrom = o.warm ? performance.now() : bootAt;
+    const wait = SETTLE_MS - (performance.now() - settledFrom);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const offset = o.stamps.offset();
     const cards = Array.from({ length: o.cards }, (_, i) => ({ id: `l${o.round}-${i}`, lane, title: 'burst' }));
@@ -75,10 +93,14 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
       batches.push(cards.slice(from, from + size));
       from += size;
     }
+    o.onMeasure?.('before', stack.pid);
     const t0 = wallMs();
     const replies = await Promise.all(batches.map((batch) => postJson(o.http, stack.url!, '/v1/cards', { cards: batch })));
+    o.onMeasure?.('posted', stack.pid);
     for (const res of replies) if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-    return (await nthSandboxAt(o.stamps, offset, o.slots, `l${o.round}-`)) - t0;
+    const at = await nthSandboxAt(o.stamps, offset, o.slots, `l${o.round}-`);
+    o.onMeasure?.('after', stack.pid);
+    return at - t0;
   } finally {
     await stack.stop();
   }
