@@ -1,10 +1,10 @@
 /**
  * What a burst costs the stack, round by round: burst.ts's lanes side (bench/support/burst-lane.ts:
- * a fresh stack, a lane at zero sandboxes, C cards in one POST) with the CPU the stack process (every thread) and its
- * redis-server ran from the POST to the N-th sandbox's first agent stamp, read from
- * /proc/<pid>/task/<tid>/schedstat (nanoseconds, where /proc's stat counts 10 ms ticks). Prints the
- * medians; with `--warm` each stack first runs 2N quick cards on a second lane and lets their
- * sandboxes go, so the burst meets code that has already run once (burst.ts's warm side).
+ * a fresh stack, a lane at zero sandboxes, C cards in one POST) with the CPU the stack process
+ * (every thread) and its redis-server ran from the POST to the N-th sandbox's first agent stamp,
+ * read from /proc/<pid>/task/<tid>/schedstat (nanoseconds, where /proc's stat counts 10 ms ticks).
+ * Prints the medians; with `--warm` each stack first runs 2N quick cards on a second lane and lets
+ * their sandboxes go, so the burst meets code that has already run once (what first use costs).
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-cpu.ts [--rounds R] [--max-slots N] [--cards C] [--warm]
  */
