@@ -1,5 +1,6 @@
 import type { Redis, Result } from 'ioredis';
 import { keys } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 /**
  * The callback stream is never trimmed by length: an entry leaves it only once every consumer
@@ -47,14 +48,11 @@ declare module 'ioredis' {
     lanesCallbackAck(...args: Array<string | number>): Result<unknown, Context>;
   }
 }
-const defined = new WeakSet<Redis>();
+const SCRIPTS = { lanesCallbackAck: { numberOfKeys: 1, lua: ACK_TRIM_LUA } };
 
 /** Acknowledges delivered (or given-up) callback entries and trims what no group still owes; answers the stream's length. */
 export async function ackCallbacks(redis: Redis, group: string, ids: readonly string[]): Promise<number> {
-  if (!defined.has(redis)) {
-    defined.add(redis);
-    redis.defineCommand('lanesCallbackAck', { numberOfKeys: 1, lua: ACK_TRIM_LUA });
-  }
+  defineScriptsOnce(redis, SCRIPTS);
   let length = 0;
   for (let i = 0; i === 0 || i < ids.length; i += ACK_CHUNK) {
     length = Number(await redis.lanesCallbackAck(keys.callbacks(), group, ...ids.slice(i, i + ACK_CHUNK)));

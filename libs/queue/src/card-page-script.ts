@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { BlockedReason, CardState } from '@lanes/contracts';
 import type { CardListPosition } from './card-cursor.js';
 import { STORE_PREFIX } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -136,12 +137,10 @@ for i = 1, #out do reply[#reply + 1] = out[i] end
 return reply
 `;
 
-const defined = new WeakSet<Redis>();
+const SCRIPTS = { lanesCardPage: { lua: PAGE_LUA } };
 
 export function definePageScript(redis: Redis): void {
-  if (defined.has(redis)) return;
-  defined.add(redis);
-  redis.defineCommand('lanesCardPage', { lua: PAGE_LUA });
+  defineScriptsOnce(redis, SCRIPTS);
 }
 
 export interface PageScriptInput {

@@ -8,6 +8,7 @@ import { endedJobDataFor } from './ended-job-data.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { KEY_PARK_FIELDS } from './key-limit-script.js';
 import { QUEUE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -267,14 +268,14 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return state
 `;
 
-const defined = new WeakSet<Redis>();
+const SCRIPTS = {
+  lanesCardWrite: { numberOfKeys: 13, lua: WRITE_LUA },
+  lanesCardFenced: { numberOfKeys: 3, lua: FENCED_LUA },
+  lanesCardCancel: { numberOfKeys: 1, lua: CANCEL_LUA },
+};
 
 export function defineCardScripts(redis: Redis): void {
-  if (defined.has(redis)) return;
-  defined.add(redis);
-  redis.defineCommand('lanesCardWrite', { numberOfKeys: 13, lua: WRITE_LUA });
-  redis.defineCommand('lanesCardFenced', { numberOfKeys: 3, lua: FENCED_LUA });
-  redis.defineCommand('lanesCardCancel', { numberOfKeys: 1, lua: CANCEL_LUA });
+  defineScriptsOnce(redis, SCRIPTS);
 }
 
 const Count = z.coerce.number().int().nonnegative();

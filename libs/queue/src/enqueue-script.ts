@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CardStateSchema, SUPERSEDE_LATEST_TTL_MS, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 /**
  * `lanesEnqueue` is the one writer of new card records: record, first history entry, the entry
@@ -202,13 +203,13 @@ declare module 'ioredis' {
 export const ENQUEUE_SCRIPT = 'lanesEnqueue';
 export const ENQUEUE_RELEASE_SCRIPT = 'lanesEnqueueRelease';
 
-const defined = new WeakSet<Redis>();
+const SCRIPTS = {
+  [ENQUEUE_SCRIPT]: { lua: ENQUEUE_LUA },
+  [ENQUEUE_RELEASE_SCRIPT]: { numberOfKeys: 1, lua: RELEASE_LUA },
+};
 
 export function defineEnqueueScripts(redis: Redis): void {
-  if (defined.has(redis)) return;
-  defined.add(redis);
-  redis.defineCommand(ENQUEUE_SCRIPT, { lua: ENQUEUE_LUA });
-  redis.defineCommand(ENQUEUE_RELEASE_SCRIPT, { numberOfKeys: 1, lua: RELEASE_LUA });
+  defineScriptsOnce(redis, SCRIPTS);
 }
 
 /** `enqueue`: records and jobs, with guards and whole-batch refusal; `each`: the records alone. */

@@ -10,6 +10,7 @@ import {
   type SlotStatus,
 } from '@lanes/contracts';
 import { keys } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 /** Sandbox records outlive their sandbox for a week, so a death can be diagnosed afterwards. */
 export const SANDBOX_RECORD_TTL_S = 7 * 24 * 3600;
@@ -39,13 +40,7 @@ end
 redis.call('SET', KEYS[1], cjson.encode(merged), 'EX', ARGV[2])
 return 1
 `;
-const defined = new WeakSet<Redis>();
-
-function defineSandboxMerge(redis: Redis): void {
-  if (defined.has(redis)) return;
-  defined.add(redis);
-  redis.defineCommand('lanesSandboxMerge', { numberOfKeys: 1, lua: MERGE_LUA });
-}
+const SCRIPTS = { lanesSandboxMerge: { numberOfKeys: 1, lua: MERGE_LUA } };
 
 export interface LaneHealth {
   status: 'healthy' | 'degraded' | 'outage';
@@ -62,7 +57,7 @@ export interface BreakerStatus {
 /** What workers publish about themselves (heartbeats, slots, breakers) and the supervisor and API read. */
 export class FleetStore {
   constructor(private readonly redis: Redis) {
-    defineSandboxMerge(redis);
+    defineScriptsOnce(redis, SCRIPTS);
   }
 
   /** Publishes the worker's beat sequence: a counter it advances each beat, never a timestamp. */

@@ -1,6 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import { agentLimits } from '@lanes/contracts';
 import { keys } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -89,7 +90,7 @@ end
 return n
 `;
 
-const defined = new WeakSet<Redis>();
+const SCRIPTS = { lanesJobLogAppend: { numberOfKeys: 3, lua: APPEND_LUA } };
 
 /**
  * Appends lines to the BullMQ log of a lane's job (job id = card id) and to the card's output stream;
@@ -104,10 +105,7 @@ export async function appendJobLog(
   outputMaxBytes: number = agentLimits.CARD_OUTPUT_MAX_BYTES,
 ): Promise<number> {
   if (lines.length === 0) return 0;
-  if (!defined.has(redis)) {
-    defined.add(redis);
-    redis.defineCommand('lanesJobLogAppend', { numberOfKeys: 3, lua: APPEND_LUA });
-  }
+  defineScriptsOnce(redis, SCRIPTS);
   return redis.lanesJobLogAppend(
     keys.job(lane, jobId),
     keys.jobLogs(lane, jobId),

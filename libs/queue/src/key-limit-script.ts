@@ -2,6 +2,7 @@ import type { Redis, Result } from 'ioredis';
 import { KEY_LIMIT_WAITING, SUPERSEDE_WAITING } from '@lanes/contracts';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, STORE_PREFIX, keys, queueName } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -156,17 +157,13 @@ return {held, scanned}
 /** The most ready cards the scale endpoint's scan reads per lane; past it, cards count as ones that run. */
 export const SCALE_SCAN_MAX_CARDS = 1_000;
 
-const defined = new WeakSet<Redis>();
-
-function defineKeyLimitScripts(redis: Redis): void {
-  if (defined.has(redis)) return;
-  defined.add(redis);
-  redis.defineCommand('lanesKeyAdmit', { numberOfKeys: 5, lua: ADMIT_LUA });
-  redis.defineCommand('lanesKeyRelease', { numberOfKeys: 3, lua: RELEASE_LUA });
-  redis.defineCommand('lanesKeyRecheck', { numberOfKeys: 3, lua: RECHECK_LUA });
-  redis.defineCommand('lanesKeyWaitFront', { numberOfKeys: 1, lua: WAIT_FRONT_LUA });
-  redis.defineCommand('lanesKeyHeldBack', { numberOfKeys: 2, lua: HELD_BACK_LUA });
-}
+const SCRIPTS = {
+  lanesKeyAdmit: { numberOfKeys: 5, lua: ADMIT_LUA },
+  lanesKeyRelease: { numberOfKeys: 3, lua: RELEASE_LUA },
+  lanesKeyRecheck: { numberOfKeys: 3, lua: RECHECK_LUA },
+  lanesKeyWaitFront: { numberOfKeys: 1, lua: WAIT_FRONT_LUA },
+  lanesKeyHeldBack: { numberOfKeys: 2, lua: HELD_BACK_LUA },
+};
 
 /**
  * Which limit a key is under: a `concurrencyKey` (the lane's `maxRunningPerKey`) or a
@@ -204,7 +201,7 @@ const jobKeyPrefix = (lane: string) => `${QUEUE_PREFIX}:${queueName(lane)}:`;
 /** The Redis side of fair per-key concurrency: each call is one script, atomic. */
 export class KeyLimits {
   constructor(private readonly redis: Redis) {
-    defineKeyLimitScripts(redis);
+    defineScriptsOnce(redis, SCRIPTS);
   }
 
   async admit(card: KeyedCard, token: string, maxRunningPerKey: number, nowMs: number): Promise<KeyAdmission> {

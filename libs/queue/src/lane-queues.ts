@@ -21,6 +21,7 @@ import { jobOptions } from './job-options.js';
 import { withTraceMetadata, withTraceOption } from './job-trace.js';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA, jobLayoutOpts } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -28,12 +29,7 @@ declare module 'ioredis' {
   }
 }
 
-const waitFrontDefined = new WeakSet<Redis>();
-function defineWaitFront(redis: Redis): void {
-  if (waitFrontDefined.has(redis)) return;
-  waitFrontDefined.add(redis);
-  redis.defineCommand('lanesWaitFront', { numberOfKeys: 1, lua: WAIT_FRONT_LUA });
-}
+const SCRIPTS = { lanesWaitFront: { numberOfKeys: 1, lua: WAIT_FRONT_LUA } };
 
 /** A worker moves a blocked card's job to delayed within milliseconds of recording it blocked. */
 export const REDRIVE_HANDOVER_MS = 2_000;
@@ -120,7 +116,7 @@ export class LaneQueues {
     this.writeJobs = deps.writeJobs ?? JOB_LAYOUT_WRITABLE;
     this.callbackBacklogMax = deps.callbackBacklogMax ?? defaults.DEFAULT_CALLBACK_BACKLOG_MAX;
     defineEnqueueScripts(deps.redis);
-    defineWaitFront(deps.redis);
+    defineScriptsOnce(deps.redis, SCRIPTS);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
       // With tracing on, BullMQ's own add carries the caller's trace to the job (job-trace.ts).
