@@ -17,6 +17,9 @@ const BENCHES: Record<string, string> = {
   fleet: 'bench/fleet-cost.ts',
 };
 
+/** What `lanes bench NAME` runs; the usage text and the READMEs name the same list (bench-args.test.ts). */
+export const BENCH_NAMES: readonly string[] = Object.keys(BENCHES);
+
 /**
  * Runs each benchmark script in its own process (so timings are not disturbed by this one) and
  * streams its table. `args` (what followed `--` on the command line) go to the script as they are.

@@ -1,5 +1,5 @@
 export { main } from './main.js';
-export { runBenchmarks } from './bench.js';
+export { BENCH_NAMES, runBenchmarks } from './bench.js';
 export { startStack, type Stack, type StackOptions } from './stack.js';
 export { loadConfig, demoConfig, type LoadedConfig } from './config-load.js';
 export { resolveRedis, pingRedis, RedisUnavailableError, type ResolvedRedis, type ResolveRedisOptions } from './redis-resolve.js';

@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DIR, main, runBenchmarks } from '@lanes/cli';
+import { BENCH_NAMES, PROJECT_DIR, main, runBenchmarks } from '@lanes/cli';
 
 describe('lanes bench NAME -- OPTIONS', () => {
   let dir: string;
@@ -37,5 +38,18 @@ describe('lanes bench NAME -- OPTIONS', () => {
     const printed: string[] = [];
     expect(await main(['bench', 'nosuch', '--', '--rounds', '1'], {}, (s) => printed.push(s))).toBe(2);
     expect(printed.join('\n')).toContain('no benchmark "nosuch" (have: sandbox, respawn, throughput, enqueue, scale, memory, list, retention, first-instruction, burst, fleet)');
+  });
+
+  it('is described with every benchmark it runs: its usage, the README synopsis and bench/README', async () => {
+    const usage: string[] = [];
+    await main(['--help'], {}, (s) => usage.push(s));
+    const usageList = /run benchmarks \(([^)]*)\)/.exec(usage.join('\n').replace(/\s+/g, ' '))?.[1];
+    expect(usageList?.split(', ')).toEqual(BENCH_NAMES);
+    const synopsis = (file: string) => {
+      const line = /lanes bench \[([a-z|-]+)\]/.exec(readFileSync(join(PROJECT_DIR, file), 'utf8'))?.[1];
+      return line?.split('|').filter((name) => name !== 'all');
+    };
+    expect(synopsis('README.md')).toEqual(BENCH_NAMES);
+    expect(synopsis('bench/README.md')).toEqual(BENCH_NAMES);
   });
 });
