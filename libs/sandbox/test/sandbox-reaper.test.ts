@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/harness/index.js';
 import { readStat } from '../src/proc.js';
 import { REAP_SCAN_INTERVAL_MS, SANDBOX_ID_ENV, reapScanDue, reapSandbox, sandboxMembers } from '../src/sandbox-reaper.js';
 
@@ -35,9 +36,13 @@ describe('reapSandbox on real processes', () => {
     });
     started.push(root);
     await new Promise<void>((resolve) => root.stdout!.once('data', () => resolve()));
-    const escaped = sandboxMembers(id).filter((pid) => pid !== root.pid);
+    // bash echoes as soon as it has forked the background job, which may not have run setsid yet
+    // on a loaded box: wait until the member has left the root's group, which is the case under test.
+    const escaped = await waitFor('the background member to leave the root process group', () => {
+      const members = sandboxMembers(id).filter((pid) => pid !== root.pid);
+      return members.length === 1 && readStat(members[0]!)?.pgrp !== root.pid ? members : undefined;
+    });
     expect(escaped).toHaveLength(1);
-    expect(readStat(escaped[0]!)?.pgrp).not.toBe(root.pid);
     const survivors = await reapSandbox({ id, rootPid: root.pid!, rootStartTime: readStat(root.pid!)!.startTime });
     expect(survivors).toEqual([]);
     expect(sandboxMembers(id)).toEqual([]);
