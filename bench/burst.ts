@@ -27,6 +27,7 @@ import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes
 import { startRedis } from '../test/harness/index.js';
 import { burstLaneRound, nthSandboxAt } from './support/burst-lane.js';
 import { makeStampAgent } from './support/stamp-agent.js';
+import { median } from './support/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +43,6 @@ const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
 const TARGET = 1.3;
 const wallMs = () => performance.timeOrigin + performance.now();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const redis = await startRedis();
 const stamps = makeStampAgent('lanes-bench-burst-', WORK_MS);

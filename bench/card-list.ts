@@ -27,6 +27,7 @@ import type { Card, CardPage } from '@lanes/contracts';
 import { CardStore, createRedis, keys, type CardMove } from '@lanes/queue';
 import { PROJECT_DIR, freePort } from '@lanes/cli';
 import { startRedis, waitFor } from '../test/harness/index.js';
+import { percentile } from './support/stats.js';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '300' }, cards: { type: 'string', default: '10000' } } });
 const REQUESTS = Number(values.requests);
@@ -122,7 +123,7 @@ try {
       const order = round % 2 === 0 ? qs.map((_, i) => i) : qs.map((_, i) => qs.length - 1 - i);
       for (const i of order) samples[i]!.push(await time(qs[i]![1]));
     }
-    return qs.map(([name, , both], i) => ({ name, both, p50: quantile(samples[i]!, 0.5), p99: quantile(samples[i]!, 0.99) }));
+    return qs.map(([name, , both], i) => ({ name, both, p50: percentile(samples[i]!, 50), p99: percentile(samples[i]!, 99) }));
   };
 
   await fill(SMALL);
@@ -156,11 +157,6 @@ try {
   redis.disconnect();
   await redisServer.stop();
   rmSync(dir, { recursive: true, force: true });
-}
-
-function quantile(samples: readonly number[], q: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 function ms(v: number | undefined): string {

@@ -39,6 +39,7 @@ import { QUEUE_PREFIX, jobOptions } from '@lanes/queue';
 import { startRedis, startTestStack } from '../test/harness/index.js';
 import { startBareHttp } from './support/bare-http.js';
 import { runTask, type ClientReply, type ClientTask } from './support/enqueue-client.js';
+import { median } from './support/stats.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, singles: { type: 'string', default: '2000' }, clients: { type: 'string', default: '8' } } });
 const ROUNDS = Number(values.rounds);
@@ -65,10 +66,6 @@ const child = fork(new URL('./support/enqueue-client.ts', import.meta.url).pathn
 function chunkSize(c: number): number {
   const base = Math.floor(SINGLES / SINGLE_CHUNKS);
   return c < SINGLE_CHUNKS - 1 ? base : SINGLES - base * (SINGLE_CHUNKS - 1);
-}
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : Number.NaN;
 }
 /** Runs one task in the client process and returns the milliseconds it measured there. */
 function remote(task: ClientTask): Promise<number> {

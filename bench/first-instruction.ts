@@ -46,6 +46,7 @@ import { startBareWorkerProcess, type BareWorker } from './support/bare-worker-p
 import { boxCpuMs } from './support/box-cpu.js';
 import { postJson } from './support/enqueue-client.js';
 import { startStackProcess } from './support/stack-client.js';
+import { median, percentile as pct } from './support/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -76,10 +77,6 @@ const RUN_TIMEOUT_MS = 120_000;
 const TARGET_P50 = 1.5;
 const TARGET_P99 = 2;
 
-const pct = (xs: readonly number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
-};
 /** The wall clock in ms with µs precision, the clock `$EPOCHREALTIME` reads. */
 const wallMs = () => performance.timeOrigin + performance.now();
 
@@ -288,7 +285,6 @@ try {
       console.log(`| the same, this checkout / the other | | | ${(pct(l, 50) / pct(o, 50)).toFixed(2)}× / ${(pct(l, 99) / pct(o, 99)).toFixed(2)}× | |`);
     }
   }
-  const median = (xs: number[]) => pct(xs, 50);
   if (cpuPerCard.lanes.length > 0) {
     const c = (side: Side) => `${median(cpuPerCard[side]).toFixed(2)} ms`;
     const ratio = cpuPerCard.bare.length > 0 ? `; lanes / bare ${(median(cpuPerCard.lanes) / median(cpuPerCard.bare)).toFixed(2)}×` : '';

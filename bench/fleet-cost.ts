@@ -33,6 +33,7 @@ import { Redis } from 'ioredis';
 import { defaults, type LaneConfigInput } from '@lanes/contracts';
 import { startRedis, waitFor, type TestRedis } from '../test/harness/index.js';
 import { startStackProcess, type StackChild } from './support/stack-client.js';
+import { percentile as pct } from './support/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -53,10 +54,6 @@ const HEARTBEAT_MS = defaults.DEFAULT_HEARTBEAT_INTERVAL_MS;
 const MiB = 1024 * 1024;
 const SHARE_TARGET = 0.05;
 
-const pct = (xs: readonly number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
-};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function getText(agent: Agent, url: string): Promise<{ status: number; text: string }> {

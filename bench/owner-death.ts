@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PROJECT_DIR } from '@lanes/cli';
 import { detectIsolation, sandboxMembers, type IsolationMode } from '@lanes/sandbox';
+import { percentile as pct } from './support/stats.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '20' }, isolation: { type: 'string' } } });
 const ROUNDS = Number(values.rounds);
@@ -26,10 +27,6 @@ const TARGET_MS = 1_000;
 const SCAN_INTERVAL_MS = 5;
 const CREATE_AND_WAIT = join(PROJECT_DIR, 'libs/sandbox/test/support/create-and-wait.ts');
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function round(baseDir: string, n: number): Promise<{ exitMs: number; goneMs: number }> {

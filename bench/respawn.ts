@@ -21,16 +21,13 @@ import { parseArgs } from 'node:util';
 import { DEMO_AGENT } from '@lanes/cli';
 import { createLocalProvider } from '@lanes/sandbox';
 import { startRedis, startTestStack, waitFor } from '../test/harness/index.js';
+import { percentile as pct } from './support/stats.js';
 
 const { values } = parseArgs({ options: { kills: { type: 'string', default: '20' }, baseline: { type: 'string', default: '20' } } });
 const KILLS = Number(values.kills);
 const BASELINE_CREATES = Number(values.baseline);
 const TARGET_P95_MS = 2_000;
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
 const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
 
 const redis = await startRedis();

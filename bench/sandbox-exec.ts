@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { LocalSandboxProvider, type IsolationMode, type SandboxHandle } from '@lanes/sandbox';
+import { percentile } from './support/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,9 +40,7 @@ interface Stats {
 }
 
 function stats(samples: readonly number[]): Stats {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-  return { mean: sorted.reduce((s, x) => s + x, 0) / sorted.length, p50: at(0.5), p95: at(0.95) };
+  return { mean: samples.reduce((s, x) => s + x, 0) / samples.length, p50: percentile(samples, 50), p95: percentile(samples, 95) };
 }
 
 /** The baseline: what the init itself does per command (argv spawn, piped stdout/stderr, wait for close). */

@@ -47,6 +47,7 @@ import type { ProbeReply, ProbeRequest } from './support/health-probe.js';
 import type { IdleHealthzReady } from './probes/idle-healthz.js';
 import { startBareWorkerProcess, type BareWorker } from './support/bare-worker-process.js';
 import { startMonitor } from './support/monitor.js';
+import { median, percentile as pct } from './support/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -134,10 +135,6 @@ function pollHealth(baseUrl: string): { stop: () => Promise<number[]> } {
     },
   };
 }
-const pct = (xs: number[], p: number) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-};
 
 /** The baseline in its own process (bench/support/bare-worker.ts): the default. */
 function ownBareWorker(url: string): Promise<BareWorker> {
@@ -356,7 +353,6 @@ try {
   }
 
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  const median = (xs: number[]) => pct(xs, 50);
   const ratios = rounds.map((r) => r.ratio);
   const lanesRates = rounds.map((r) => (CARDS / r.lanesMs) * 1000);
   const bareRates = rounds.map((r) => (CARDS / r.bareMs) * 1000);

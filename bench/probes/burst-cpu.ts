@@ -8,13 +8,14 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-cpu.ts [--rounds R] [--max-slots N] [--cards C] [--warm]
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startRedis } from '../../test/harness/index.js';
 import { burstLaneRound } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
+import { median } from '../support/stats.js';
+import { threadCpuMs } from '../support/thread-cpu.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,12 +28,6 @@ const { values } = parseArgs({
 const ROUNDS = Number(values.rounds);
 const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
-const NS_PER_MS = 1e6;
-
-/** CPU time every thread of `pid` has run so far (schedstat's first field), in ms. */
-const cpuMs = (pid: number) =>
-  readdirSync(`/proc/${pid}/task`).reduce((sum, tid) => sum + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]), 0) / NS_PER_MS;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const redis = await startRedis();
 const stamps = makeStampAgent('lanes-probe-burst-cpu-', 3_000);
@@ -53,9 +48,9 @@ try {
       cards: CARDS,
       warm: values.warm,
       onMeasure: (phase, stackPid) => {
-        if (phase === 'before') before = { at: performance.now(), stack: cpuMs(stackPid), redis: cpuMs(redis.pid!) };
+        if (phase === 'before') before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
         else if (phase === 'posted') postMs = performance.now() - before.at;
-        else after = { stack: cpuMs(stackPid), redis: cpuMs(redis.pid!) };
+        else after = { stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
       },
     });
     rounds.push({ lastAgentMs, postMs, stackCpuMs: after.stack - before.stack, redisCpuMs: after.redis - before.redis });

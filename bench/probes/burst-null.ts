@@ -10,13 +10,14 @@
  *
  *   npx tsx --conditions=@lanes/source bench/probes/burst-null.ts [--rounds R] [--max-slots N] [--cards C]
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import type { SandboxHandle, SandboxProvider } from '@lanes/sandbox';
 import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
 import { createNullProvider } from '../support/null-provider.js';
+import { median } from '../support/stats.js';
+import { threadCpuMs } from '../support/thread-cpu.js';
 
 const { values } = parseArgs({
   options: { rounds: { type: 'string', default: '6' }, 'max-slots': { type: 'string', default: '8' }, cards: { type: 'string', default: '200' } },
@@ -24,15 +25,10 @@ const { values } = parseArgs({
 const ROUNDS = Number(values.rounds);
 const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
-const NS_PER_MS = 1e6;
 /** Longer than any round: the held agents end only when the stack stops. */
 const AGENT_HOLD_MS = 60_000;
 /** A round whose N agents have not all started by then has found a fault, not a figure. */
 const ROUND_DEADLINE_MS = 20_000;
-
-const cpuMs = (pid: number) =>
-  readdirSync(`/proc/${pid}/task`).reduce((sum, tid) => sum + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]), 0) / NS_PER_MS;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 /** The null provider, with every exec but the canary's `echo` held open and its call reported. */
 function holdingProvider(onAgent: () => void): SandboxProvider {
@@ -86,7 +82,7 @@ try {
       });
       // As burst-lane.ts: the boot's slot change older than the scaler's cooldown.
       await new Promise((resolve) => setTimeout(resolve, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
-      const before = { self: cpuMs(process.pid), redis: cpuMs(redis.pid!) };
+      const before = { self: threadCpuMs(process.pid), redis: threadCpuMs(redis.pid!) };
       t0 = performance.now();
       const res = await t.api.request('POST', '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `n${r}-${i}`, lane, title: 'burst' })) });
       if (res.status !== 202) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
@@ -97,7 +93,7 @@ try {
           setTimeout(() => reject(new Error(`round ${r + 1}: ${agentAt.length} of ${N} agents started after ${ROUND_DEADLINE_MS} ms`)), ROUND_DEADLINE_MS).unref(),
         ),
       ]);
-      rounds.push({ firstMs: agentAt[0]!, lastMs: agentAt[N - 1]!, postMs, cpuMs: cpuMs(process.pid) - before.self, redisCpuMs: cpuMs(redis.pid!) - before.redis });
+      rounds.push({ firstMs: agentAt[0]!, lastMs: agentAt[N - 1]!, postMs, cpuMs: threadCpuMs(process.pid) - before.self, redisCpuMs: threadCpuMs(redis.pid!) - before.redis });
       const x = rounds.at(-1)!;
       console.error(
         `round ${r + 1}/${ROUNDS}: POST answered ${x.postMs.toFixed(1)} ms; agent execs ${x.firstMs.toFixed(1)} → ${x.lastMs.toFixed(1)} ms; CPU ${x.cpuMs.toFixed(1)} ms, redis ${x.redisCpuMs.toFixed(1)} ms`,

@@ -12,12 +12,12 @@ import { parseArgs } from 'node:util';
 import { startRedis } from '../../test/harness/index.js';
 import { burstLaneRound } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, cards: { type: 'string', default: '200' }, rounds: { type: 'string', default: '8' } } });
 const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
 const ROUNDS = Number(values.rounds);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const redis = await startRedis();
 const stamps = makeStampAgent('lanes-probe-burst-split-', 3_000);

@@ -13,6 +13,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { dir: { type: 'string', default: tmpdir() }, cards: { type: 'string', default: '300' }, rounds: { type: 'string', default: '10' } } });
 const CARDS = Number(values.cards);
@@ -66,7 +67,6 @@ async function batch(pattern: (dir: string) => Promise<void>): Promise<{ wallMs:
   return { wallMs: (performance.now() - t0) / CARDS, cpuMs: (cpu.user + cpu.system) / 1000 / CARDS };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 await mkdir(`${base}/cards`, { recursive: true });
 try {
   const results = { old: [] as Array<{ wallMs: number; cpuMs: number }>, new: [] as Array<{ wallMs: number; cpuMs: number }> };

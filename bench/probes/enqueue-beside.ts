@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PROJECT_DIR } from '@lanes/cli';
 import { freePort, startRedis, waitFor } from '../../test/harness/index.js';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { other: { type: 'string' }, rounds: { type: 'string', default: '600' }, warmup: { type: 'string', default: '100' } } });
 if (!values.other) throw new Error('--other DIR: the checkout to measure beside this one');
@@ -50,8 +51,6 @@ function post(port: number, body: string): Promise<void> {
     req.end(body);
   });
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 try {
   const here = await startApi(PROJECT_DIR, 'here');

@@ -15,6 +15,7 @@ import { Redis } from 'ioredis';
 import { LaneConfigSchema } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX } from '@lanes/queue';
 import { startRedis } from '../../test/harness/index.js';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' }, singles: { type: 'string', default: '3000' } } });
 const ROUNDS = Number(values.rounds);
@@ -30,7 +31,6 @@ const queues = new LaneQueues({ redis, store: new CardStore({ redis, now: Date.n
 const bare = new Queue('bare', { connection: redis, prefix: QUEUE_PREFIX });
 const cardsFor = (prefix: string, round: number) => Array.from({ length: BULK }, (_, k) => ({ id: `${prefix}-${round}-${k}`, lane: lane.name, title: 'trivial', priority: 0 }));
 const jobsFor = (prefix: string, round: number) => cardsFor(prefix, round).map((card) => ({ name: 'card', data: card, opts: { jobId: card.id } }));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
 /** redis-server's CPU seconds so far (all its threads). */
 const redisCpuS = async () => {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLocalProvider, detectIsolation } from '@lanes/sandbox';
+import { percentile as pct } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '200' }, isolation: { type: 'string' } } });
 const N = Number(values.n);
@@ -25,7 +26,6 @@ const agent = join(dir, 'agent.sh');
 writeFileSync(agent, `printf '%s %s\\n' "$LANES_CARD_ID" "$EPOCHREALTIME" >> ${stampFile}\n`);
 chmodSync(agent, 0o755);
 const provider = createLocalProvider({ baseDir: join(dir, 'sandboxes'), isolation });
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 try {
   const h = await provider.create({ image: 'local', tags: { lane: 'probe', slot: '0', worker: 'probe' } });
   const sent = new Map<string, number>();

@@ -18,6 +18,7 @@ import { InitChannel } from '../../libs/sandbox/src/local/init-channel.js';
 import { LocalSandbox } from '../../libs/sandbox/src/local/local-sandbox.js';
 import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
 import { traceRedisCommands } from '../support/redis-trace.js';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { cards: { type: 'string', default: '100' } } });
 const CARDS = Number(values.cards);
@@ -106,7 +107,6 @@ try {
   } finally {
     await t.stop();
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log('| event | cards | median offset from the POST |');
   console.log('|---|---|---|');
   for (const [what, xs] of [...offsets].sort((a, b) => median(a[1]) - median(b[1]))) {

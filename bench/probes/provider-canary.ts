@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
 import { makeStampAgent } from '../support/stamp-agent.js';
+import { median } from '../support/stats.js';
 
 const { values } = parseArgs({ options: { 'max-slots': { type: 'string', default: '8' }, rounds: { type: 'string', default: '12' } } });
 const N = Number(values['max-slots']);
 const ROUNDS = Number(values.rounds);
 const wallMs = () => performance.timeOrigin + performance.now();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 const stamps = makeStampAgent('lanes-probe-canary-', 1_000);
 const isolation = detectIsolation();
