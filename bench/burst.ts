@@ -76,7 +76,9 @@ const lanesRound = (round: number, http: Agent) => burstLaneRound({ redisUrl: re
 const http = new Agent({ keepAlive: true });
 try {
   const rounds: Array<{ lanesMs: number; providerMs: number }> = [];
-  // Warm-up, untimed: the page cache, the provider's and the stack's code.
+  // Warm-up, untimed: the page cache, and the provider's code in this process. No stack is warmed:
+  // each lanes round forks a fresh one, whose code first runs at the POST, as in a stack's first
+  // burst after it starts (probes/burst-cpu.ts --warm times stacks that have run cards first).
   await providerRound(-1);
   for (let r = 0; r < ROUNDS; r++) {
     let lanesMs: number;
