@@ -138,10 +138,15 @@ export class CardStore {
   /**
    * Moves the card, if the move is legal from its current state and the writer may make it:
    * record, history entry and event in one atomic script. A refused move writes nothing.
+   * `only.from` narrows the legal sources to the states the caller read: a conditional move, whose
+   * refusal from another legal source is a race lost (another writer moved the card first), not
+   * logged as an illegal write.
    */
-  async transition(card: { id: string; lane: string }, move: CardMove, writer: CardWriter): Promise<TransitionResult> {
+  async transition(card: { id: string; lane: string }, move: CardMove, writer: CardWriter, only?: { from: readonly CardState[] }): Promise<TransitionResult> {
     const nowMs = this.deps.now();
-    const reply = await this.run({ card, to: move.to, sources: legalSourcesOf(move.to), writer, rendered: renderMove(card, move, nowMs), nowMs });
+    const legal = legalSourcesOf(move.to);
+    const sources = only ? legal.filter((s) => only.from.includes(s)) : legal;
+    const reply = await this.run({ card, to: move.to, sources, writer, rendered: renderMove(card, move, nowMs), nowMs });
     switch (reply[0]) {
       case 'ok':
         return {
@@ -157,6 +162,7 @@ export class CardStore {
         return { ok: false, refusal: 'not-found' };
       case 'illegal':
       case 'stale': {
+        if (reply[0] === 'illegal' && only && legal.includes(reply[1])) return { ok: false, refusal: 'illegal', state: reply[1] };
         const event = reply[0] === 'stale' ? 'card.stale-write' : 'card.illegal-transition';
         this.deps.log?.warn({ event, cardId: card.id, lane: card.lane, slot: move.slot, sandboxId: move.sandboxId, state: reply[1], to: move.to, writer: writer.kind }, event);
         return { ok: false, refusal: reply[0], state: reply[1] };

@@ -293,6 +293,9 @@ export class LaneQueues {
       return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is ${record.state}, not blocked` };
     }
     if (!(await this.redrive(record, 'card.unblocked', note ? `unblocked: ${note}` : 'unblocked'))) {
+      // Another writer moved it meanwhile (a second unblock, a cancel): answer what it is now.
+      const now = await this.deps.store.get(cardId);
+      if (now && now.state !== 'blocked') return { ok: false, code: 'CARD_STATE', state: now.state, message: `card ${cardId} is ${now.state}, not blocked` };
       // Its job is not delayed (still active, or gone): saying "queued" would leave it blocked unseen.
       return { ok: false, code: 'CARD_STATE', state: 'blocked', message: `card ${cardId} is blocked but its job could not be re-queued; try again` };
     }
@@ -352,7 +355,9 @@ export class LaneQueues {
     // The card moves first: a worker may take the promoted job at once (it goes to the front), and
     // must find the card queued, with this move (a human's unblock note) in its history. Refused, the
     // card is no longer blocked: another re-drive or a cancel got there first, and does the rest.
-    const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' });
+    // Only out of blocked: a re-drive that lost the race to another (the worker's and the sweep's
+    // can both find the job delayed) must not write a second queued entry for the same move.
+    const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' }, { from: ['blocked'] });
     if (!moved.ok) return false;
     // Not promoted: its delay came due meanwhile (BullMQ moved it to waiting) or a worker took it.
     const promoted = await job.promote().then(

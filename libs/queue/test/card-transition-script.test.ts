@@ -67,6 +67,23 @@ describe('card transition script on real Redis', () => {
     expect(logs.map((l) => l.event)).toEqual(['card.illegal-transition']);
   });
 
+  it('a conditional move (only from blocked) refused from another legal source writes nothing and logs no illegal write; from an illegal one it still does', async () => {
+    const card = newCard();
+    await store.create(card);
+    const before = await snapshot(card);
+    const redrive: CardMove = { to: 'queued', attempt: 1, event: 'card.redriven' };
+    // queued → queued is legal, so unconditioned it would write; only from blocked, it is a race lost.
+    expect(await store.transition(card, redrive, board, { from: ['blocked'] })).toEqual({ ok: false, refusal: 'illegal', state: 'queued' });
+    expect(await snapshot(card)).toEqual(before);
+    expect(logs).toEqual([]);
+    // A move illegal from where the card is stays an illegal write, conditioned or not.
+    expect(await store.transition(card, { to: 'done', attempt: 1 }, await lockAs(card, 'tok'), { from: ['running'] })).toEqual({ ok: false, refusal: 'illegal', state: 'queued' });
+    expect(logs.map((l) => l.event)).toEqual(['card.illegal-transition']);
+    // From the state it names, it moves as any other.
+    await store.transition(card, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', retryAt: Date.now() }, board);
+    expect(await store.transition(card, redrive, board, { from: ['blocked'] })).toMatchObject({ ok: true, state: 'queued' });
+  });
+
   it.each(['done', 'failed', 'cancelled'] as const)('no move but a retry (CardStore.retry) takes a card out of terminal %s', async (terminal) => {
     const card = newCard();
     await store.create(card);

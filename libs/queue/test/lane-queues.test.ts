@@ -500,6 +500,26 @@ describe('LaneQueues on real Redis', () => {
     expect(await queues.redrive({ id: uid('nojob'), lane: lane.name, attempts: 0 }, 'card.redriven', 'x')).toBe(false);
   });
 
+  it('two re-drives of one card race: the one that finds it already queued writes nothing (one queued entry, one event)', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+    // Both read the card blocked and its job delayed; the worker's re-drive (sandbox live) moves the card first...
+    const read = (await store.get(c.id))!;
+    await store.transition(c, { to: 'queued', attempt: 1, event: 'card.redriven', message: 'sandbox-live' }, board);
+    const before = (await store.get(c.id))!;
+    const eventsBefore = await eventTypes(c.id);
+    // ...and the supervisor's sweep, a step behind, finds the job still delayed.
+    expect(await (await queue.getJob(c.id))!.getState()).toBe('delayed');
+    expect(await queues.redrive(read, 'card.redriven', 'supervisor sweep')).toBe(false);
+    const after = (await store.get(c.id))!;
+    expect(after.history.map((h) => h.state)).toEqual(['queued', 'blocked', 'queued']);
+    expect(after.updatedAt).toBe(before.updatedAt);
+    expect(await eventTypes(c.id)).toEqual(eventsBefore);
+  });
+
   it.each([true, false])(
     "a re-driven card is the next job BullMQ's worker takes, ahead of the cards queued meanwhile (writeJobs %s: only lanes' writer knows the wait list)",
     async (writeJobs) => {
@@ -577,6 +597,22 @@ describe('LaneQueues on real Redis', () => {
     await store.transition(c, { to: 'done', attempt: 1 }, run);
     expect(await queues.unblock(c.id)).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'done' });
     expect(await queues.unblock(uid('missing'))).toMatchObject({ ok: false, code: 'CARD_NOT_FOUND' });
+  });
+
+  it('unblock that loses the race to another writer answers the state the card is in now, not blocked', async () => {
+    const { lane, queues, queue, card } = laneQueues();
+    const c = card();
+    await store.create(c);
+    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
+    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'which branch?', retryAt: Date.now() + 3_600_000 }, board);
+    // A second unblock moves the card after this one has read it blocked, before this one moves it.
+    const fetch = queues.job.bind(queues);
+    queues.job = async (cardId, laneName) => {
+      await store.transition(c, { to: 'queued', attempt: 1, event: 'card.unblocked', message: 'unblocked: by the other' }, board);
+      return fetch(cardId, laneName);
+    };
+    expect(await queues.unblock(c.id, 'mine')).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'queued' });
+    expect((await store.get(c.id))!.history.map((h) => h.message ?? h.state)).toEqual(['queued', 'which branch?', 'unblocked: by the other']);
   });
 
   it('unblock does not claim success when the job could not be re-queued (still active)', async () => {
