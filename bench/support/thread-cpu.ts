@@ -14,7 +14,8 @@ export function threadCpuMs(pid: number): number {
       ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
     } catch (err) {
       // A thread that ended between the listing and the read took its time with it.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ESRCH') throw err;
     }
   }
   return ns / NS_PER_MS;
