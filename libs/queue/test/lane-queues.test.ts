@@ -612,7 +612,7 @@ describe('LaneQueues on real Redis', () => {
       return fetch(cardId, laneName);
     };
     expect(await queues.unblock(c.id, 'mine')).toMatchObject({ ok: false, code: 'CARD_STATE', state: 'queued' });
-    expect((await store.get(c.id))!.history.map((h) => h.message ?? h.state)).toEqual(['queued', 'which branch?', 'unblocked: by the other']);
+    expect((await store.get(c.id))!.history.map((h) => `${h.state}: ${h.message}`)).toEqual(['queued: enqueued', 'blocked: which branch?', 'queued: unblocked: by the other']);
   });
 
   it('unblock does not claim success when the job could not be re-queued (still active)', async () => {
