@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LaneConfigSchema, MAX_CARD_PRIORITY, type Card } from '@lanes/contracts';
-import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys, type CardWriter } from '@lanes/queue';
+import { CardStore, EventLog, LaneQueues, QUEUE_PREFIX, createRedis, jobOptions, keys, type CardMove, type CardWriter } from '@lanes/queue';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 const uid = (label: string) => `${label}-${randomBytes(4).toString('hex')}`;
@@ -57,7 +57,16 @@ describe('LaneQueues on real Redis', () => {
       await queues.close();
     });
     const card = (over: Partial<Card> = {}): Card => ({ id: uid('card'), lane: lane.name, title: 'Fix flaky test', priority: 0, ...over });
-    return { lane, queues, queue: queues.queue(lane.name)!, card };
+    const queue = queues.queue(lane.name)!;
+    /** A new card blocked as a run that met `why` leaves it: its record blocked, its job delayed for an hour. */
+    const blockedCard = async (why: BlockedBy = SANDBOX_DEAD): Promise<Card> => {
+      const c = card();
+      await store.create(c);
+      await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: BLOCKED_FOR_MS });
+      await store.transition(c, { to: 'blocked', ...why, retryAt: Date.now() + BLOCKED_FOR_MS }, board);
+      return c;
+    };
+    return { lane, queues, queue, card, blockedCard };
   }
 
   const jobKey = (lane: string, id: string) => `${QUEUE_PREFIX}:${lane}:${id}`;
@@ -67,6 +76,10 @@ describe('LaneQueues on real Redis', () => {
     return { kind: 'run', token };
   };
   const board: CardWriter = { kind: 'board' };
+  type BlockedBy = Omit<Extract<CardMove, { to: 'blocked' }>, 'to' | 'retryAt'>;
+  const SANDBOX_DEAD: BlockedBy = { attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead' };
+  const NEEDS_HUMAN: BlockedBy = { attempt: 2, blockedReason: 'needs-human', message: 'which branch?' };
+  const BLOCKED_FOR_MS = 3_600_000;
   const eventTypes = async (cardId: string) => (await events.recent(1_000)).filter((e) => e.cardId === cardId).map((e) => e.type);
 
   it('enqueue creates the BullMQ job with jobId = card id under prefix lanes, with the lane job options', async () => {
@@ -475,11 +488,8 @@ describe('LaneQueues on real Redis', () => {
   });
 
   it('redrive promotes a delayed job to waiting and records the card queued with card.redriven', async () => {
-    const { lane, queues, queue, card } = laneQueues();
-    const c = card();
-    await store.create(c);
-    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+    const { lane, queues, queue, blockedCard } = laneQueues();
+    const c = await blockedCard();
     expect(await (await queue.getJob(c.id))!.getState()).toBe('delayed');
     expect((await store.blocked(lane.name)).map((b) => b.id)).toEqual([c.id]);
 
@@ -501,11 +511,8 @@ describe('LaneQueues on real Redis', () => {
   });
 
   it('two re-drives of one card race: the one that finds it already queued writes nothing (one queued entry, one event)', async () => {
-    const { lane, queues, queue, card } = laneQueues();
-    const c = card();
-    await store.create(c);
-    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+    const { queues, queue, blockedCard } = laneQueues();
+    const c = await blockedCard();
     // Both read the card blocked and its job delayed; the worker's re-drive (sandbox live) moves the card first...
     const read = (await store.get(c.id))!;
     await store.transition(c, { to: 'queued', attempt: 1, event: 'card.redriven', message: 'sandbox-live' }, board);
@@ -523,11 +530,8 @@ describe('LaneQueues on real Redis', () => {
   it.each([true, false])(
     "a re-driven card is the next job BullMQ's worker takes, ahead of the cards queued meanwhile (writeJobs %s: only lanes' writer knows the wait list)",
     async (writeJobs) => {
-      const { lane, queues, queue, card } = laneQueues({ writeJobs });
-      const c = card();
-      await store.create(c);
-      await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-      await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
+      const { lane, queues, card, blockedCard } = laneQueues({ writeJobs });
+      const c = await blockedCard();
       const backlog = [card(), card(), card()];
       expect((await queues.enqueueMany(backlog)).ok).toBe(true);
 
@@ -541,14 +545,7 @@ describe('LaneQueues on real Redis', () => {
   );
 
   it('redriveBlocked re-drives what the policy picks and is still blocked, in its order, with the caller named in the history', async () => {
-    const { lane, queues, queue, card } = laneQueues();
-    const blockedCard = async () => {
-      const c = card();
-      await store.create(c);
-      await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-      await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'sandbox-dead', observedExitCode: 137, sandboxId: 'sb-dead', retryAt: Date.now() + 3_600_000 }, board);
-      return c;
-    };
+    const { lane, queues, blockedCard } = laneQueues();
     const [a, b, skipped] = [await blockedCard(), await blockedCard(), await blockedCard()];
     const listed = await store.blocked(lane.name);
     // b is no longer blocked when its turn comes (a human unblocked it meanwhile): left alone.
@@ -571,11 +568,8 @@ describe('LaneQueues on real Redis', () => {
   });
 
   it('unblock re-queues a blocked (delayed) card as card.unblocked and keeps its attempts', async () => {
-    const { lane, queues, queue, card } = laneQueues();
-    const c = card();
-    await store.create(c);
-    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { to: 'blocked', attempt: 2, blockedReason: 'needs-human', message: 'which branch?', retryAt: Date.now() + 3_600_000 }, board);
+    const { queues, queue, blockedCard } = laneQueues();
+    const c = await blockedCard(NEEDS_HUMAN);
 
     expect(await queues.unblock(c.id, 'use main')).toEqual({ ok: true, state: 'queued' });
     expect(await (await queue.getJob(c.id))!.getState()).toBe('waiting');
@@ -600,11 +594,8 @@ describe('LaneQueues on real Redis', () => {
   });
 
   it('unblock that loses the race to another writer answers the state the card is in now, not blocked', async () => {
-    const { lane, queues, queue, card } = laneQueues();
-    const c = card();
-    await store.create(c);
-    await queue.add(lane.name, c, { ...jobOptions(c, lane), delay: 3_600_000 });
-    await store.transition(c, { to: 'blocked', attempt: 1, blockedReason: 'needs-human', message: 'which branch?', retryAt: Date.now() + 3_600_000 }, board);
+    const { queues, blockedCard } = laneQueues();
+    const c = await blockedCard({ ...NEEDS_HUMAN, attempt: 1 });
     // A second unblock moves the card after this one has read it blocked, before this one moves it.
     const fetch = queues.job.bind(queues);
     queues.job = async (cardId, laneName) => {
