@@ -353,10 +353,9 @@ export class LaneQueues {
     }
     if (state !== 'delayed') return false;
     // The card moves first: a worker may take the promoted job at once (it goes to the front), and
-    // must find the card queued, with this move (a human's unblock note) in its history. Refused, the
-    // card is no longer blocked: another re-drive or a cancel got there first, and does the rest.
-    // Only out of blocked: a re-drive that lost the race to another (the worker's and the sweep's
-    // can both find the job delayed) must not write a second queued entry for the same move.
+    // must find the card queued, with this move (a human's unblock note) in its history. Only out of
+    // blocked: refused, another re-drive (the worker's and the sweep's can both find the job delayed)
+    // or a cancel got there first and does the rest, and no second queued entry is written.
     const moved = await this.deps.store.transition(card, { to: 'queued', attempt: card.attempts, event, message }, { kind: 'board' }, { from: ['blocked'] });
     if (!moved.ok) return false;
     // Not promoted: its delay came due meanwhile (BullMQ moved it to waiting) or a worker took it.
