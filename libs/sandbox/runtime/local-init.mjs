@@ -10,7 +10,7 @@ import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { killTree } from './kill-escalation.mjs';
-import { findByEnvEntry } from './proc.mjs';
+import { UNREADABLE_SETTLE_MS, readStat, scanEnvEntry, settleUnreadable } from './proc.mjs';
 
 const SANDBOX_ID = process.env.LANES_SANDBOX_ID ?? 'unknown';
 const WORKDIR = process.env.LANES_SANDBOX_WORKDIR || process.cwd();
@@ -220,17 +220,23 @@ function endSandbox(exitCode) {
   send({ t: 'ending', code: exitCode });
   const exclude = new Set([process.pid, process.ppid]);
   const deadline = Date.now() + END_SWEEP_LIMIT_MS;
+  // Every member is born after this init; one caught mid-exec reads as unreadable and is read again.
+  const bornSince = readStat(process.pid)?.startTime;
+  let unreadableSince = new Map();
   const sweep = () => {
-    const members = findByEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude);
-    for (const p of members) {
+    const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude, bornSince);
+    for (const p of found.members) {
       try {
         process.kill(p.pid, 'SIGKILL');
       } catch {
         // already gone
       }
     }
+    const settle = settleUnreadable(unreadableSince, found.unreadable, Date.now(), UNREADABLE_SETTLE_MS);
+    unreadableSince = settle.since;
     // `commands` empties as each killed command's exit is sent (after its output drains).
-    if ((members.length === 0 && commands.size === 0) || Date.now() > deadline) process.exit(exitCode);
+    const swept = found.members.length === 0 && settle.settling === 0 && commands.size === 0;
+    if (swept || Date.now() > deadline) process.exit(exitCode);
     setTimeout(sweep, END_SWEEP_INTERVAL_MS);
   };
   sweep();

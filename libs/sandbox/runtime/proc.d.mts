@@ -8,7 +8,18 @@ export interface ProcStat {
   pgrp: number;
   /** Clock ticks since boot; with the pid it identifies a process across pid reuse. */
   startTime: number;
+  /** A kernel thread: it has no environment and is never a sandbox's member. */
+  kernelThread: boolean;
 }
+export const UNREADABLE_SETTLE_MS: number;
+export function readEnvEntry(pid: number, entry: string): 'match' | 'other' | 'unreadable';
+export function scanEnvEntry(entry: string, exclude?: ReadonlySet<number>, bornSince?: number): { members: ProcStat[]; unreadable: ProcStat[] };
+export function settleUnreadable(
+  since: ReadonlyMap<string, number>,
+  unreadable: readonly ProcStat[],
+  nowMs: number,
+  settleMs: number,
+): { since: Map<string, number>; settling: number };
 export function readStat(pid: number): ProcStat | undefined;
 export function isRunningState(state: string): boolean;
 export function isAlive(pid: number, startTime?: number): boolean;

@@ -2,6 +2,15 @@
 // side of the local provider. Plain ESM on purpose: the init must start with bare `node`.
 import { readFileSync, readdirSync } from 'node:fs';
 
+/** PF_KTHREAD in /proc/<pid>/stat's flags: a kernel thread, which has no environment to read. */
+const PF_KTHREAD = 0x00200000;
+/**
+ * How long a process whose environment cannot be read is read again before a scan takes it for a
+ * non-member. The kernel's windows (exec between the new image and its environment, exit after the
+ * memory is gone) last microseconds; a process that stays unreadable this long has no environment.
+ */
+export const UNREADABLE_SETTLE_MS = 200;
+
 /**
  * Parses /proc/<pid>/stat. The command name sits in parentheses and may itself contain spaces or
  * ')', so fields are split after the LAST ')'.
@@ -16,13 +25,14 @@ export function readStat(pid) {
     return undefined;
   }
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is stat field 3 (state); ppid, pgrp are fields 4 and 5; starttime is field 22.
+  // fields[0] is stat field 3 (state); ppid, pgrp are fields 4 and 5; flags is field 9; starttime is field 22.
   return {
     pid,
     state: fields[0] ?? '?',
     ppid: Number(fields[1]),
     pgrp: Number(fields[2]),
     startTime: Number(fields[19]),
+    kernelThread: (Number(fields[6]) & PF_KTHREAD) !== 0,
   };
 }
 
@@ -62,25 +72,76 @@ export function scanProcesses() {
 }
 
 /**
- * Whether the process's initial environment holds exactly `entry` ("KEY=value"). Children inherit
- * the environment, so this finds members that left the process group and lost their parent.
+ * What the process's initial environment says of `entry` ("KEY=value"): `match` when it holds it
+ * exactly, `other` when it does not or cannot be ours (gone, or not ours to read), and `unreadable`
+ * when it reads empty or its memory is gone (ESRCH). The kernel shows a live process that way
+ * between exec installing a new image and the loader placing its environment, and while an exit
+ * tears its memory down, so `unreadable` means "read again", never "not a member".
+ * Children inherit the environment, so a match finds members that left the process group and lost their parent.
+ * @param {number} pid
+ * @param {string} entry
+ * @returns {'match' | 'other' | 'unreadable'}
+ */
+export function readEnvEntry(pid, entry) {
+  let env;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`);
+  } catch (error) {
+    return /** @type {NodeJS.ErrnoException} */ (error).code === 'ESRCH' ? 'unreadable' : 'other';
+  }
+  if (env.length === 0) return 'unreadable';
+  const needle = Buffer.from(`${entry}\0`, 'latin1');
+  let at = env.indexOf(needle);
+  while (at !== -1) {
+    if (at === 0 || env[at - 1] === 0) return 'match';
+    at = env.indexOf(needle, at + 1);
+  }
+  return 'other';
+}
+
+/**
+ * Whether the process's initial environment holds exactly `entry` ("KEY=value") now.
  * @param {number} pid
  * @param {string} entry
  */
 export function hasEnvEntry(pid, entry) {
-  let env;
+  return readEnvEntry(pid, entry) === 'match';
+}
+
+/**
+ * Running processes whose environment carries `entry` (`members`), and running processes, born at
+ * or after `bornSince` (clock ticks) when given, whose environment could not be read (`unreadable`):
+ * a scan cannot tell whether those are members yet. Kernel threads never are.
+ * @param {string} entry
+ * @param {ReadonlySet<number>} [exclude]
+ * @param {number} [bornSince]
+ */
+export function scanEnvEntry(entry, exclude, bornSince) {
+  // The environment is read first and the stat only of a match or an unreadable one: a scan reads
+  // one file per host process, not two (it runs on every reap, over every process of the host).
+  /** @type {import('./proc.d.mts').ProcStat[]} */
+  const members = [];
+  /** @type {import('./proc.d.mts').ProcStat[]} */
+  const unreadable = [];
+  let names;
   try {
-    env = readFileSync(`/proc/${pid}/environ`);
+    names = readdirSync('/proc');
   } catch {
-    return false;
+    return { members, unreadable };
   }
-  const needle = Buffer.from(`${entry}\0`, 'latin1');
-  let at = env.indexOf(needle);
-  while (at !== -1) {
-    if (at === 0 || env[at - 1] === 0) return true;
-    at = env.indexOf(needle, at + 1);
+  for (const name of names) {
+    const code = name.charCodeAt(0);
+    if (code < 48 || code > 57) continue;
+    const pid = Number(name);
+    if (exclude?.has(pid)) continue;
+    const found = readEnvEntry(pid, entry);
+    if (found === 'other') continue;
+    const stat = readStat(pid);
+    if (!stat || !isRunningState(stat.state)) continue;
+    if (found === 'match') members.push(stat);
+    else if (!stat.kernelThread && (bornSince === undefined || stat.startTime >= bornSince)) unreadable.push(stat);
   }
-  return false;
+  return { members, unreadable };
 }
 
 /**
@@ -89,25 +150,29 @@ export function hasEnvEntry(pid, entry) {
  * @param {ReadonlySet<number>} [exclude]
  */
 export function findByEnvEntry(entry, exclude) {
-  // The environment is read first and the stat only of a match: a scan reads one file per host
-  // process, not two (it runs on every reap, over every process of the host).
-  /** @type {import('./proc.d.mts').ProcStat[]} */
-  const out = [];
-  let names;
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return out;
+  return scanEnvEntry(entry, exclude).members;
+}
+
+/**
+ * Which unreadable processes a scan still waits for: each is remembered from the scan that first
+ * found it unreadable (`since`, keyed by pid and start time, so a recycled pid starts afresh) and
+ * waited for until `settleMs` have passed. Pure: returns the next `since` and how many still settle.
+ * @param {ReadonlyMap<string, number>} since
+ * @param {readonly import('./proc.d.mts').ProcStat[]} unreadable
+ * @param {number} nowMs
+ * @param {number} settleMs
+ * @returns {{ since: Map<string, number>; settling: number }}
+ */
+export function settleUnreadable(since, unreadable, nowMs, settleMs) {
+  const next = new Map();
+  let settling = 0;
+  for (const p of unreadable) {
+    const key = `${p.pid}/${p.startTime}`;
+    const first = since.get(key) ?? nowMs;
+    next.set(key, first);
+    if (nowMs - first < settleMs) settling++;
   }
-  for (const name of names) {
-    const code = name.charCodeAt(0);
-    if (code < 48 || code > 57) continue;
-    const pid = Number(name);
-    if (exclude?.has(pid) || !hasEnvEntry(pid, entry)) continue;
-    const stat = readStat(pid);
-    if (stat && isRunningState(stat.state)) out.push(stat);
-  }
-  return out;
+  return { since: next, settling };
 }
 
 /**

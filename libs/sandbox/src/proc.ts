@@ -6,7 +6,11 @@ export {
   isRunningState,
   scanProcesses,
   hasEnvEntry,
+  readEnvEntry,
   findByEnvEntry,
+  scanEnvEntry,
+  settleUnreadable,
+  UNREADABLE_SETTLE_MS,
   childrenOf,
   type ProcStat,
 } from '../runtime/proc.mjs';

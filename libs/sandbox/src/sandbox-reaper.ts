@@ -1,5 +1,5 @@
 import { pollUntil } from './deadline.js';
-import { findByEnvEntry, isAlive, scanProcesses } from './proc.js';
+import { UNREADABLE_SETTLE_MS, findByEnvEntry, isAlive, scanEnvEntry, scanProcesses, settleUnreadable } from './proc.js';
 
 /** Every process of a local sandbox inherits `LANES_SANDBOX_ID=<id>` from its root. */
 export const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
@@ -30,6 +30,13 @@ export interface ReapTarget {
   nsInitStartTime?: number;
 }
 
+/** How long a reap polls, and how long it reads again a process it could not read (see `scanEnvEntry`). */
+export interface ReapLimits {
+  timeoutMs: number;
+  unreadableSettleMs: number;
+}
+const DEFAULT_REAP_LIMITS: ReapLimits = { timeoutMs: REAP_TIMEOUT_MS, unreadableSettleMs: UNREADABLE_SETTLE_MS };
+
 /** Running processes that belong to sandbox `id`, wherever they are (found by the inherited env marker). */
 export function sandboxMembers(id: string): number[] {
   return findByEnvEntry(`${SANDBOX_ID_ENV}=${id}`, new Set([process.pid])).map((p) => p.pid);
@@ -40,9 +47,11 @@ export function sandboxMembers(id: string): number[] {
  * still carries its marker — in a plain process group, commands live in their own groups and would
  * otherwise outlive the root. `groups` are command process groups the host knows of; each is only
  * signalled while it still holds a process of this sandbox, so a recycled pgid is never hit.
+ * A scan that cannot read a process born since the root (mid-exec, say) is not final: the process
+ * is read again until it shows whether it is a member, or for `unreadableSettleMs`.
  * Resolves with the pids still running at the deadline (normally none).
  */
-export async function reapSandbox(target: ReapTarget, groups: Iterable<number> = [], timeoutMs = REAP_TIMEOUT_MS): Promise<number[]> {
+export async function reapSandbox(target: ReapTarget, groups: Iterable<number> = [], limits: ReapLimits = DEFAULT_REAP_LIMITS): Promise<number[]> {
   // A pid without its start time is never signalled: it may have been recycled.
   const rootAlive = (): boolean => target.rootPid !== undefined && target.rootStartTime !== undefined && isAlive(target.rootPid, target.rootStartTime);
   if (rootAlive() && target.rootPid !== undefined) {
@@ -56,21 +65,26 @@ export async function reapSandbox(target: ReapTarget, groups: Iterable<number> =
   killGroupsStillOurs(target.id, groups);
 
   let survivors: number[] = [];
+  let unreadableSince = new Map<string, number>();
+  let settling = 0;
   // The reap's start counts as a scan's time: the first scan waits for the root, or for the interval.
   let scannedAt = Date.now();
   const scan = (): void => {
     scannedAt = Date.now();
-    survivors = sandboxMembers(target.id);
+    // Members are born after the root; with its start time unknown, any unreadable process may be one.
+    const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${target.id}`, new Set([process.pid]), target.rootStartTime);
+    survivors = found.members.map((p) => p.pid);
     for (const pid of survivors) signal(pid, 'SIGKILL');
+    ({ since: unreadableSince, settling } = settleUnreadable(unreadableSince, found.unreadable, scannedAt, limits.unreadableSettleMs));
   };
   const done = await pollUntil(
     () => {
       const state = { rootAlive: rootAlive(), nsInitAlive: nsInitAlive() };
       if (!reapScanDue({ ...state, msSinceScan: Date.now() - scannedAt })) return false;
       scan();
-      return !state.rootAlive && !state.nsInitAlive && survivors.length === 0;
+      return !state.rootAlive && !state.nsInitAlive && survivors.length === 0 && settling === 0;
     },
-    timeoutMs,
+    limits.timeoutMs,
     REAP_POLL_INTERVAL_MS,
   );
   if (done) return [];
