@@ -12,6 +12,8 @@ export interface KillTreeOptions {
   /** Wait between SIGINT, SIGTERM and SIGKILL. */
   graceMs: number;
   tickMs?: number;
+  /** How long a process the marker scan cannot read is read again (default UNREADABLE_SETTLE_MS in proc.mjs). */
+  unreadableSettleMs?: number;
   /** Pids never to signal; default: the calling process. */
   exclude?: ReadonlySet<number>;
   now?: () => number;

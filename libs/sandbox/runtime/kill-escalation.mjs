@@ -1,7 +1,7 @@
 // Cancel/timeout of ONE command inside a sandbox: SIGINT → grace → SIGTERM → grace → SIGKILL,
 // aimed at the command's process group AND at members that left it (setsid, double fork).
 // The sandbox itself is never touched: that is the whole point (DESIGN.md failure 1).
-import { hasEnvEntry, isRunningState, readStat, scanProcesses } from './proc.mjs';
+import { UNREADABLE_SETTLE_MS, isRunningState, readEnvEntry, readStat, scanProcesses, settleUnreadable } from './proc.mjs';
 
 /** How often liveness is re-checked while waiting out a grace period; bounds cancel latency overshoot. */
 export const ESCALATION_TICK_MS = 10;
@@ -20,9 +20,15 @@ export async function killTree(options) {
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   const exclude = options.exclude ?? new Set([process.pid]);
+  const settleMs = options.unreadableSettleMs ?? UNREADABLE_SETTLE_MS;
+  // Members are born after the leader; one caught mid-exec reads as unreadable (proc.mjs).
+  const bornSince = readStat(leaderPid)?.startTime;
 
   /** pid → start time, so a pid recycled during the escalation is never signalled. */
   const members = new Map();
+  /** Processes the last marker scan could not read yet, by when first seen so (settleUnreadable). */
+  let unreadableSince = new Map();
+  let settling = 0;
 
   // Membership is re-derived at each step and accumulated: descendants must be recorded while their
   // parent still lives, because once it dies they are re-parented and the ppid chain is gone.
@@ -48,10 +54,14 @@ export async function killTree(options) {
       }
     }
     if (withEnv && envMarker) {
+      const unreadable = [];
       for (const p of table) {
         if (members.has(p.pid) || exclude.has(p.pid) || !isRunningState(p.state)) continue;
-        if (hasEnvEntry(p.pid, envMarker)) members.set(p.pid, p.startTime);
+        const found = readEnvEntry(p.pid, envMarker);
+        if (found === 'match') members.set(p.pid, p.startTime);
+        else if (found === 'unreadable' && !p.kernelThread && (bornSince === undefined || p.startTime >= bornSince)) unreadable.push(p);
       }
+      ({ since: unreadableSince, settling } = settleUnreadable(unreadableSince, unreadable, now(), settleMs));
     }
   };
 
@@ -63,6 +73,13 @@ export async function killTree(options) {
     return members.size;
   };
 
+  /** No member left: none known alive, and a marker scan now finds none and waits for no unreadable process. */
+  const gone = () => {
+    if (pruneDead() > 0) return false;
+    collect(true);
+    return pruneDead() === 0 && settling === 0;
+  };
+
   const signalAll = (signal) => {
     trySignal(-pgid, signal);
     for (const pid of members.keys()) trySignal(pid, signal);
@@ -70,7 +87,7 @@ export async function killTree(options) {
 
   for (const signal of POLITE_SIGNALS) {
     collect(true);
-    if (pruneDead() === 0) return { lastSignal: previous(signal), survivors: [] };
+    if (gone()) return { lastSignal: previous(signal), survivors: [] };
     // Escaped members get the polite signals too: they are part of the cancelled work and may
     // want to clean up; they are SIGKILLed with the rest if they don't.
     signalAll(signal);
@@ -78,14 +95,14 @@ export async function killTree(options) {
     while (now() < until) {
       await sleep(tickMs);
       collect(false);
-      if (pruneDead() === 0) return { lastSignal: signal, survivors: [] };
+      if (gone()) return { lastSignal: signal, survivors: [] };
     }
   }
 
   const until = now() + KILL_SWEEP_LIMIT_MS;
   for (;;) {
     collect(true);
-    if (pruneDead() === 0) return { lastSignal: 'SIGKILL', survivors: [] };
+    if (gone()) return { lastSignal: 'SIGKILL', survivors: [] };
     if (now() >= until) return { lastSignal: 'SIGKILL', survivors: [...members.keys()] };
     signalAll('SIGKILL');
     await sleep(tickMs);

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killTree } from '../runtime/kill-escalation.mjs';
-import { findByEnvEntry } from '../src/proc.js';
+import { findByEnvEntry, isAlive, readEnvEntry, readStat } from '../src/proc.js';
 import { waitFor } from './support/wait-for.js';
 
 // killTree is what the sandbox init runs on cancel/timeout; here it is driven directly against real
@@ -99,5 +102,33 @@ describe('killTree', () => {
     const child = startTree('echo ready', `none-${Date.now()}`);
     await new Promise((resolve) => child.once('exit', resolve));
     expect(await killTree({ pgid: child.pid!, leaderPid: child.pid!, graceMs: GRACE_MS })).toEqual({ lastSignal: 'none', survivors: [] });
+  });
+
+  it('reads again a process it cannot read yet: an orphaned escapee that shows the marker only after the leader dies is killed too', async () => {
+    const marker = `unread-${Date.now()}`;
+    const dir = mkdtempSync(join(tmpdir(), 'kill-unread-'));
+    const pidFile = join(dir, 'pid');
+    try {
+      // The escapee is orphaned (double fork), has no environment (as the kernel shows a process
+      // mid-exec), and takes the marker back once the leader, the only writer of its stdin, is gone.
+      const escapee = `echo \\$\\$ > ${pidFile}; cat >/dev/null; sleep 0.2; exec env TREE_MARKER=${marker} sleep 30`;
+      const child = startTree(`exec 9> >(exec sh -c 'exec 3<&0; (env -i setsid sh -c "${escapee}" <&3 3<&- &)'); echo ready; exec sleep 30`, marker);
+      await ready(child);
+      const pid = await waitFor('the escapee to run', () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || undefined : undefined));
+      const stat = await waitFor('the escapee orphaned, with no environment', () => {
+        const s = readStat(pid);
+        // Orphaned: its parent no longer carries the tree's marker, so no ppid walk from the leader finds it.
+        const orphaned = s !== undefined && readEnvEntry(s.ppid, `TREE_MARKER=${marker}`) !== 'match';
+        return orphaned && readEnvEntry(pid, `TREE_MARKER=${marker}`) === 'unreadable' ? s : undefined;
+      });
+      // A settle time longer than the escapee's wait: what is tested is that the kill waits at all.
+      const outcome = await killTree({ pgid: child.pid!, leaderPid: child.pid!, envMarker: `TREE_MARKER=${marker}`, graceMs: GRACE_MS, unreadableSettleMs: 5_000 });
+      expect(outcome.survivors).toEqual([]);
+      await waitFor('the escapee dead or marked', () => !isAlive(pid, stat.startTime) || live(marker).length > 0);
+      expect(live(marker)).toEqual([]);
+    } finally {
+      for (const pid of live(marker)) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
