@@ -1,7 +1,7 @@
 // Cancel/timeout of ONE command inside a sandbox: SIGINT → grace → SIGTERM → grace → SIGKILL,
 // aimed at the command's process group AND at members that left it (setsid, double fork).
 // The sandbox itself is never touched: that is the whole point (DESIGN.md failure 1).
-import { UNREADABLE_SETTLE_MS, isRunningState, readEnvEntry, readStat, scanProcesses, settleUnreadable } from './proc.mjs';
+import { UNREADABLE_SETTLE_MS, isRunningState, mayBeMember, readEnvEntry, readStat, scanProcesses, unreadableTracker } from './proc.mjs';
 
 /** How often liveness is re-checked while waiting out a grace period; bounds cancel latency overshoot. */
 export const ESCALATION_TICK_MS = 10;
@@ -20,14 +20,13 @@ export async function killTree(options) {
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   const exclude = options.exclude ?? new Set([process.pid]);
-  const settleMs = options.unreadableSettleMs ?? UNREADABLE_SETTLE_MS;
+  const unreadableScans = unreadableTracker(options.unreadableSettleMs ?? UNREADABLE_SETTLE_MS, now);
   // Members are born after the leader; one caught mid-exec reads as unreadable (proc.mjs).
   const bornSince = readStat(leaderPid)?.startTime;
 
   /** pid → start time, so a pid recycled during the escalation is never signalled. */
   const members = new Map();
-  /** Processes the last marker scan could not read yet, by when first seen so (settleUnreadable). */
-  let unreadableSince = new Map();
+  /** How many processes the last marker scan could not read, and still waits for. */
   let settling = 0;
 
   // Membership is re-derived at each step and accumulated: descendants must be recorded while their
@@ -59,9 +58,9 @@ export async function killTree(options) {
         if (members.has(p.pid) || exclude.has(p.pid) || !isRunningState(p.state)) continue;
         const found = readEnvEntry(p.pid, envMarker);
         if (found === 'match') members.set(p.pid, p.startTime);
-        else if (found === 'unreadable' && !p.kernelThread && (bornSince === undefined || p.startTime >= bornSince)) unreadable.push(p);
+        else if (found === 'unreadable' && mayBeMember(p, bornSince)) unreadable.push(p);
       }
-      ({ since: unreadableSince, settling } = settleUnreadable(unreadableSince, unreadable, now(), settleMs));
+      settling = unreadableScans.settling(unreadable);
     }
   };
 
@@ -73,12 +72,8 @@ export async function killTree(options) {
     return members.size;
   };
 
-  /** No member left: none known alive, and a marker scan now finds none and waits for no unreadable process. */
-  const gone = () => {
-    if (pruneDead() > 0) return false;
-    collect(true);
-    return pruneDead() === 0 && settling === 0;
-  };
+  /** After a marker scan: no member left alive, and no process the scan could not read to wait for. */
+  const cleared = () => pruneDead() === 0 && settling === 0;
 
   const signalAll = (signal) => {
     trySignal(-pgid, signal);
@@ -87,7 +82,7 @@ export async function killTree(options) {
 
   for (const signal of POLITE_SIGNALS) {
     collect(true);
-    if (gone()) return { lastSignal: previous(signal), survivors: [] };
+    if (cleared()) return { lastSignal: previous(signal), survivors: [] };
     // Escaped members get the polite signals too: they are part of the cancelled work and may
     // want to clean up; they are SIGKILLed with the rest if they don't.
     signalAll(signal);
@@ -95,14 +90,17 @@ export async function killTree(options) {
     while (now() < until) {
       await sleep(tickMs);
       collect(false);
-      if (gone()) return { lastSignal: signal, survivors: [] };
+      if (pruneDead() > 0) continue;
+      // The known members are gone: a marker scan tells whether any other is left.
+      collect(true);
+      if (cleared()) return { lastSignal: signal, survivors: [] };
     }
   }
 
   const until = now() + KILL_SWEEP_LIMIT_MS;
   for (;;) {
     collect(true);
-    if (gone()) return { lastSignal: 'SIGKILL', survivors: [] };
+    if (cleared()) return { lastSignal: 'SIGKILL', survivors: [] };
     if (now() >= until) return { lastSignal: 'SIGKILL', survivors: [...members.keys()] };
     signalAll('SIGKILL');
     await sleep(tickMs);

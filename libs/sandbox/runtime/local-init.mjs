@@ -10,7 +10,7 @@ import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { killTree } from './kill-escalation.mjs';
-import { UNREADABLE_SETTLE_MS, readStat, scanEnvEntry, settleUnreadable } from './proc.mjs';
+import { UNREADABLE_SETTLE_MS, readStat, scanEnvEntry, unreadableTracker } from './proc.mjs';
 
 const SANDBOX_ID = process.env.LANES_SANDBOX_ID ?? 'unknown';
 const WORKDIR = process.env.LANES_SANDBOX_WORKDIR || process.cwd();
@@ -222,7 +222,7 @@ function endSandbox(exitCode) {
   const deadline = Date.now() + END_SWEEP_LIMIT_MS;
   // Every member is born after this init; one caught mid-exec reads as unreadable and is read again.
   const bornSince = readStat(process.pid)?.startTime;
-  let unreadableSince = new Map();
+  const unreadable = unreadableTracker(UNREADABLE_SETTLE_MS);
   const sweep = () => {
     const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude, bornSince);
     for (const p of found.members) {
@@ -232,10 +232,8 @@ function endSandbox(exitCode) {
         // already gone
       }
     }
-    const settle = settleUnreadable(unreadableSince, found.unreadable, Date.now(), UNREADABLE_SETTLE_MS);
-    unreadableSince = settle.since;
     // `commands` empties as each killed command's exit is sent (after its output drains).
-    const swept = found.members.length === 0 && settle.settling === 0 && commands.size === 0;
+    const swept = found.members.length === 0 && unreadable.settling(found.unreadable) === 0 && commands.size === 0;
     if (swept || Date.now() > deadline) process.exit(exitCode);
     setTimeout(sweep, END_SWEEP_INTERVAL_MS);
   };

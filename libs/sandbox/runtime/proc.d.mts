@@ -20,6 +20,8 @@ export function settleUnreadable(
   nowMs: number,
   settleMs: number,
 ): { since: Map<string, number>; settling: number };
+export function mayBeMember(stat: ProcStat, bornSince?: number): boolean;
+export function unreadableTracker(settleMs: number, now?: () => number): { settling(unreadable: readonly ProcStat[]): number };
 export function readStat(pid: number): ProcStat | undefined;
 export function isRunningState(state: string): boolean;
 export function isAlive(pid: number, startTime?: number): boolean;

@@ -139,9 +139,19 @@ export function scanEnvEntry(entry, exclude, bornSince) {
     const stat = readStat(pid);
     if (!stat || !isRunningState(stat.state)) continue;
     if (found === 'match') members.push(stat);
-    else if (!stat.kernelThread && (bornSince === undefined || stat.startTime >= bornSince)) unreadable.push(stat);
+    else if (mayBeMember(stat, bornSince)) unreadable.push(stat);
   }
   return { members, unreadable };
+}
+
+/**
+ * Whether a running process whose environment could not be read may be a member: not a kernel
+ * thread, and born at or after `bornSince` (clock ticks; members are born after their root) when given.
+ * @param {import('./proc.d.mts').ProcStat} stat
+ * @param {number} [bornSince]
+ */
+export function mayBeMember(stat, bornSince) {
+  return !stat.kernelThread && (bornSince === undefined || stat.startTime >= bornSince);
 }
 
 /**
@@ -173,6 +183,24 @@ export function settleUnreadable(since, unreadable, nowMs, settleMs) {
     if (nowMs - first < settleMs) settling++;
   }
   return { since: next, settling };
+}
+
+/**
+ * A scan's memory of the processes it could not read (settleUnreadable): `settling(unreadable)`
+ * records this scan's and answers how many a scan must still wait for.
+ * @param {number} settleMs
+ * @param {() => number} [now]
+ */
+export function unreadableTracker(settleMs, now = Date.now) {
+  let since = new Map();
+  return {
+    /** @param {readonly import('./proc.d.mts').ProcStat[]} unreadable */
+    settling(unreadable) {
+      const answer = settleUnreadable(since, unreadable, now(), settleMs);
+      since = answer.since;
+      return answer.settling;
+    },
+  };
 }
 
 /**

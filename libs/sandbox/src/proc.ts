@@ -10,6 +10,8 @@ export {
   findByEnvEntry,
   scanEnvEntry,
   settleUnreadable,
+  unreadableTracker,
+  mayBeMember,
   UNREADABLE_SETTLE_MS,
   childrenOf,
   type ProcStat,

@@ -1,5 +1,5 @@
 import { pollUntil } from './deadline.js';
-import { UNREADABLE_SETTLE_MS, findByEnvEntry, isAlive, scanEnvEntry, scanProcesses, settleUnreadable } from './proc.js';
+import { UNREADABLE_SETTLE_MS, findByEnvEntry, isAlive, scanEnvEntry, scanProcesses, unreadableTracker } from './proc.js';
 
 /** Every process of a local sandbox inherits `LANES_SANDBOX_ID=<id>` from its root. */
 export const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
@@ -65,7 +65,7 @@ export async function reapSandbox(target: ReapTarget, groups: Iterable<number> =
   killGroupsStillOurs(target.id, groups);
 
   let survivors: number[] = [];
-  let unreadableSince = new Map<string, number>();
+  const unreadable = unreadableTracker(limits.unreadableSettleMs);
   let settling = 0;
   // The reap's start counts as a scan's time: the first scan waits for the root, or for the interval.
   let scannedAt = Date.now();
@@ -75,7 +75,7 @@ export async function reapSandbox(target: ReapTarget, groups: Iterable<number> =
     const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${target.id}`, new Set([process.pid]), target.rootStartTime);
     survivors = found.members.map((p) => p.pid);
     for (const pid of survivors) signal(pid, 'SIGKILL');
-    ({ since: unreadableSince, settling } = settleUnreadable(unreadableSince, found.unreadable, scannedAt, limits.unreadableSettleMs));
+    settling = unreadable.settling(found.unreadable);
   };
   const done = await pollUntil(
     () => {
