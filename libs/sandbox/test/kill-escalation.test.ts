@@ -111,7 +111,8 @@ describe('killTree', () => {
     try {
       // The escapee is orphaned (double fork), has no environment (as the kernel shows a process
       // mid-exec), and takes the marker back once the leader, the only writer of its stdin, is gone.
-      const escapee = `echo \\$\\$ > ${pidFile}; cat >/dev/null; sleep 0.2; exec env TREE_MARKER=${marker} sleep 30`;
+      // It takes the marker in one exec: through `env` it would read as a non-member for a moment (sh exports PWD).
+      const escapee = `echo \\$\\$ > ${pidFile}; cat >/dev/null; sleep 0.2; TREE_MARKER=${marker} exec sleep 30`;
       const child = startTree(`exec 9> >(exec sh -c 'exec 3<&0; (env -i setsid sh -c "${escapee}" <&3 3<&- &)'); echo ready; exec sleep 30`, marker);
       await ready(child);
       const pid = await waitFor('the escapee to run', () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || undefined : undefined));

@@ -90,7 +90,8 @@ describe('reapSandbox on real processes', () => {
     ids.push(id);
     // The member leaves the root's group with no environment (as the kernel shows a process mid-exec)
     // and takes the marker back only once the root is gone: the root alone holds the write end of its stdin.
-    const member = `cat >/dev/null; sleep 0.2; exec env ${SANDBOX_ID_ENV}=${id} sleep 30`;
+    // It takes the marker in one exec: through `env` it would read as a non-member for a moment (sh exports PWD).
+    const member = `cat >/dev/null; sleep 0.2; ${SANDBOX_ID_ENV}=${id} exec sleep 30`;
     const root = spawn('bash', ['-c', `exec 9> >(exec env -i setsid sh -c '${member}'); echo ready; exec sleep 30`], {
       detached: true,
       stdio: ['ignore', 'pipe', 'ignore'],
