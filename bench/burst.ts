@@ -2,8 +2,8 @@
  * A burst on a lane that idles at zero sandboxes: how long until every one of its N slots runs a
  * card, beside the provider's own time to make N sandboxes and run the agent in each, in one run.
  *
- *   npx tsx --conditions=@lanes/source bench/burst.ts [--max-slots N] [--cards C] [--rounds R] [--work-ms W]
- *   # defaults 8, 200, 5, 3000
+ *   npx tsx --conditions=@lanes/source bench/burst.ts [--max-slots N] [--cards C] [--rounds R] [--work-ms W] [--stacks fresh,warm]
+ *   # defaults 8, 200, 5, 3000, both stacks
  *
  * Lanes (bench/support/burst-lane.ts): each round starts a fresh stack (API, worker, supervisor;
  * `lanes up`'s heartbeat) in a process of its own (bench/support/stack-process.ts) with one lane, `minSlots: 0`, `maxSlots`/`slots` N,
@@ -11,13 +11,18 @@
  * cooldown since boot has passed; then posts C cards in one `POST {cards:[…]}` and times until N
  * different sandboxes have each started a card. The agent's first act stamps `$EPOCHREALTIME`
  * and its card file's path (which names the sandbox's workdir); then it works W ms, so a card
- * holds its slot while the others grow.
+ * holds its slot while the others grow. Two stacks are timed, each round: a fresh one, whose code
+ * first runs at the POST (a stack's first burst after it starts), and a warm one, which first ran
+ * 2N quick cards on a second lane and let those sandboxes go (a stack that has been up meets a
+ * burst; burst-lane.ts): the baseline is warmed in this process before it is timed, as the
+ * method asks of both sides.
  *
- * Baseline, alternated round by round with the lanes round (the order swapped every round): the
+ * Baseline, alternated round by round with the lanes rounds (the order rotated every round): the
  * local provider alone in this process makes N sandboxes at once and runs the same agent once in
  * each as soon as it exists; timed from the first create until the N-th stamp.
  *
- * Target (issue 29): all N slots run cards within 1.3× the provider's own time (medians of rounds).
+ * Target (issue 29): all N slots run cards within 1.3× the provider's own time (medians of rounds),
+ * for each stack timed.
  */
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
@@ -35,12 +40,17 @@ const { values } = parseArgs({
     cards: { type: 'string', default: '200' },
     rounds: { type: 'string', default: '5' },
     'work-ms': { type: 'string', default: '3000' },
+    stacks: { type: 'string', default: 'fresh,warm' },
   },
 });
 const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
 const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
+const STACKS = values.stacks.split(',').map((s) => s.trim());
+for (const s of STACKS) if (s !== 'fresh' && s !== 'warm') throw new Error(`--stacks: "${s}" is neither fresh nor warm`);
+type Side = 'provider' | 'fresh' | 'warm';
+const SIDES: Side[] = ['provider', ...(STACKS as Side[])];
 const TARGET = 1.3;
 const wallMs = () => performance.timeOrigin + performance.now();
 
@@ -70,40 +80,37 @@ async function providerRound(r: number): Promise<number> {
   }
 }
 
-/** A fresh stack whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
-const lanesRound = (round: number, http: Agent) => burstLaneRound({ redisUrl: redis.url, stamps, http, round, slots: N, cards: CARDS });
+/** A stack (fresh, or warm) whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
+const lanesRound = (round: number, http: Agent, warm: boolean) =>
+  burstLaneRound({ redisUrl: redis.url, stamps, http, round: warm ? ROUNDS + round : round, slots: N, cards: CARDS, warm });
 
 const http = new Agent({ keepAlive: true });
 try {
-  const rounds: Array<{ lanesMs: number; providerMs: number }> = [];
-  // Warm-up, untimed: the page cache, and the provider's code in this process. No stack is warmed:
-  // each lanes round forks a fresh one, whose code first runs at the POST, as in a stack's first
-  // burst after it starts (probes/burst-cpu.ts --warm times stacks that have run cards first).
+  const rounds: Array<Partial<Record<Side, number>>> = [];
+  // Warm-up, untimed: the page cache, and the provider's code in this process. A lanes stack is
+  // warmed (or not) inside its own round: each round forks a new one.
   await providerRound(-1);
   for (let r = 0; r < ROUNDS; r++) {
-    let lanesMs: number;
-    let providerMs: number;
-    if (r % 2 === 0) {
-      lanesMs = await lanesRound(r, http);
-      providerMs = await providerRound(r);
-    } else {
-      providerMs = await providerRound(r);
-      lanesMs = await lanesRound(r, http);
-    }
-    rounds.push({ lanesMs, providerMs });
-    console.error(`round ${r + 1}/${ROUNDS}: lanes ${lanesMs.toFixed(0)} ms, provider alone ${providerMs.toFixed(0)} ms (${(lanesMs / providerMs).toFixed(2)}×)`);
+    const round: Partial<Record<Side, number>> = {};
+    // The sides' order rotates by one each round, so load drift hits each side alike.
+    const order = SIDES.map((_, i) => SIDES[(i + r) % SIDES.length]!);
+    for (const side of order) round[side] = side === 'provider' ? await providerRound(r) : await lanesRound(r, http, side === 'warm');
+    rounds.push(round);
+    console.error(`round ${r + 1}/${ROUNDS}: ${SIDES.map((side) => `${side} ${round[side]!.toFixed(0)} ms`).join(', ')}`);
   }
-  const l = median(rounds.map((x) => x.lanesMs));
-  const p = median(rounds.map((x) => x.providerMs));
-  const ratio = l / p;
+  const med = (side: Side) => median(rounds.map((x) => x[side]!));
+  const p = med('provider');
+  const stacks = STACKS.map((stack) => ({ stack, lanesMs: med(stack as Side), ratio: med(stack as Side) / p }));
   const load = loadavg().map((x) => Number(x.toFixed(2)));
   console.log(`\nburst benchmark (local provider, ${isolation}; minSlots 0, maxSlots ${N}; ${CARDS} cards in one POST; ${ROUNDS} rounds; load average ${load.join(' ')})\n`);
   console.log('| measurement | lanes | provider alone | ratio | target |');
   console.log('|---|---|---|---|---|');
-  console.log(
-    `| a burst of ${CARDS} on a lane at 0 sandboxes → all ${N} slots running cards; the provider: ${N} sandboxes made at once, each running the agent (median of ${ROUNDS} rounds) | ${l.toFixed(0)} ms | ${p.toFixed(0)} ms | ${ratio.toFixed(2)}× | ≤ ${TARGET}× ${ratio <= TARGET ? '✔' : '✘'} |`,
-  );
-  console.log(`\nper round (lanes / provider alone): ${rounds.map((x, i) => `${i + 1}: ${x.lanesMs.toFixed(0)} / ${x.providerMs.toFixed(0)} ms`).join('; ')}`);
+  for (const { stack, lanesMs, ratio } of stacks) {
+    console.log(
+      `| a burst of ${CARDS} on a lane at 0 sandboxes of a ${stack} stack → all ${N} slots running cards; the provider: ${N} sandboxes made at once, each running the agent (median of ${ROUNDS} rounds) | ${lanesMs.toFixed(0)} ms | ${p.toFixed(0)} ms | ${ratio.toFixed(2)}× | ≤ ${TARGET}× ${ratio <= TARGET ? '✔' : '✘'} |`,
+    );
+  }
+  console.log(`\nper round (${SIDES.join(' / ')}): ${rounds.map((x, i) => `${i + 1}: ${SIDES.map((side) => x[side]!.toFixed(0)).join(' / ')} ms`).join('; ')}`);
   console.log(
     `BENCH_JSON ${JSON.stringify({
       bench: 'burst',
@@ -111,11 +118,9 @@ try {
       cards: CARDS,
       rounds: ROUNDS,
       isolation,
-      lanesMs: Math.round(l),
       providerAloneMs: Math.round(p),
-      ratio: Number(ratio.toFixed(3)),
-      roundLanesMs: rounds.map((x) => Math.round(x.lanesMs)),
-      roundProviderMs: rounds.map((x) => Math.round(x.providerMs)),
+      stacks: Object.fromEntries(stacks.map((x) => [x.stack, { lanesMs: Math.round(x.lanesMs), ratio: Number(x.ratio.toFixed(3)) }])),
+      roundMs: Object.fromEntries(SIDES.map((side) => [side, rounds.map((x) => Math.round(x[side]!))])),
       loadAverage: load,
     })}`,
   );
