@@ -47,10 +47,14 @@ const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
 const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
-const STACKS = values.stacks.split(',').map((s) => s.trim());
-for (const s of STACKS) if (s !== 'fresh' && s !== 'warm') throw new Error(`--stacks: "${s}" is neither fresh nor warm`);
-type Side = 'provider' | 'fresh' | 'warm';
-const SIDES: Side[] = ['provider', ...(STACKS as Side[])];
+type Stack = 'fresh' | 'warm';
+type Side = 'provider' | Stack;
+const STACKS = values.stacks.split(',').map((s): Stack => {
+  const stack = s.trim();
+  if (stack !== 'fresh' && stack !== 'warm') throw new Error(`--stacks: "${stack}" is neither fresh nor warm`);
+  return stack;
+});
+const SIDES: Side[] = ['provider', ...STACKS];
 const TARGET = 1.3;
 const wallMs = () => performance.timeOrigin + performance.now();
 
@@ -81,8 +85,9 @@ async function providerRound(r: number): Promise<number> {
 }
 
 /** A stack (fresh, or warm) whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
-const lanesRound = (round: number, http: Agent, warm: boolean) =>
-  burstLaneRound({ redisUrl: redis.url, stamps, http, round: warm ? ROUNDS + round : round, slots: N, cards: CARDS, warm });
+// The round number names the lane and its cards in the shared Redis: a warm stack's are offset past the fresh ones'.
+const lanesRound = (round: number, http: Agent, stack: Stack) =>
+  burstLaneRound({ redisUrl: redis.url, stamps, http, round: stack === 'warm' ? ROUNDS + round : round, slots: N, cards: CARDS, warm: stack === 'warm' });
 
 const http = new Agent({ keepAlive: true });
 try {
@@ -94,13 +99,16 @@ try {
     const round: Partial<Record<Side, number>> = {};
     // The sides' order rotates by one each round, so load drift hits each side alike.
     const order = SIDES.map((_, i) => SIDES[(i + r) % SIDES.length]!);
-    for (const side of order) round[side] = side === 'provider' ? await providerRound(r) : await lanesRound(r, http, side === 'warm');
+    for (const side of order) round[side] = side === 'provider' ? await providerRound(r) : await lanesRound(r, http, side);
     rounds.push(round);
     console.error(`round ${r + 1}/${ROUNDS}: ${SIDES.map((side) => `${side} ${round[side]!.toFixed(0)} ms`).join(', ')}`);
   }
   const med = (side: Side) => median(rounds.map((x) => x[side]!));
   const p = med('provider');
-  const stacks = STACKS.map((stack) => ({ stack, lanesMs: med(stack as Side), ratio: med(stack as Side) / p }));
+  const stacks = STACKS.map((stack) => {
+    const lanesMs = med(stack);
+    return { stack, lanesMs, ratio: lanesMs / p };
+  });
   const load = loadavg().map((x) => Number(x.toFixed(2)));
   console.log(`\nburst benchmark (local provider, ${isolation}; minSlots 0, maxSlots ${N}; ${CARDS} cards in one POST; ${ROUNDS} rounds; load average ${load.join(' ')})\n`);
   console.log('| measurement | lanes | provider alone | ratio | target |');
