@@ -5,9 +5,10 @@
  * the slot scaler's cooldown since boot has passed; then posts the cards and answers the time from
  * the first POST's start until N different sandboxes have each started a card.
  *
- * `warm`: the stack has a second lane of the same shape whose agent is `true`, and runs 2N cards
- * through it first (sandboxes made, canaries, moves, the POST's validation: the code a running
- * stack has already used), then lets those sandboxes go, as a stack that has been up meets a burst.
+ * `warm`: the stack has a second lane of the same shape whose agent is `true`, and runs `warmCards`
+ * (default 2N) cards through it first (sandboxes made, canaries, moves, the POST's validation: the
+ * code a running stack has already used), then lets those sandboxes go, as a stack that has been up
+ * meets a burst.
  * Used by burst.ts, probes/burst-split.ts and probes/burst-cpu.ts.
  */
 import type { Agent } from 'node:http';
@@ -19,7 +20,7 @@ import { startStackProcess } from './stack-client.js';
 import type { StampAgent } from './stamp-agent.js';
 
 /** A round starts only once the boot's slot change is older than the scaler's cooldown: a burst finds a settled lane. */
-const SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
+export const BURST_SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
 /** The idle slot the worker boots with lets its sandbox go this soon, so the lane is at zero sandboxes before the burst. */
 const IDLE_RELEASE_MS = 200;
 const POLL_MS = 5;
@@ -48,8 +49,10 @@ export interface BurstLaneRound {
   cards: number;
   /** The cards go in POSTs of these sizes, all sent at once (default: one POST of every card). */
   posts?: readonly number[];
-  /** Run 2N quick cards through a second lane first, so the burst meets code that has run once. */
+  /** Run quick cards through a second lane first, so the burst meets code that has run once. */
   warm?: boolean;
+  /** How many quick cards a warm stack runs first (default 2N). */
+  warmCards?: number;
   /** Called with the stack's pid just before the POST, once it is answered, and once every slot runs a card (for CPU readings). */
   onMeasure?: (phase: 'before' | 'posted' | 'after', stackPid: number) => void;
 }
@@ -71,7 +74,7 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
     const api = apiClient(stack.url!);
     const bootAt = performance.now();
     if (o.warm) {
-      const warm = Array.from({ length: 2 * o.slots }, (_, i) => ({ id: `w${o.round}-${i}`, lane: warmLane, title: 'warm' }));
+      const warm = Array.from({ length: o.warmCards ?? 2 * o.slots }, (_, i) => ({ id: `w${o.round}-${i}`, lane: warmLane, title: 'warm' }));
       const res = await postJson(o.http, stack.url!, '/v1/cards', { cards: warm });
       if (res.status >= 300) throw new Error(`POST /v1/cards (warm-up): ${res.status} ${res.text}`);
       for (const { id } of warm) await waitFor(`${id} done`, async () => (await api.card(id)).state === 'done' || undefined, { intervalMs: 50, timeoutMs: 60_000 });
@@ -83,7 +86,7 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
     // The burst lane's scaler cooldown runs from the boot; after a warm-up the same pause lets the
     // warm lane's sandboxes end and the box go quiet before the POST.
     const settledFrom = o.warm ? performance.now() : bootAt;
-    const wait = SETTLE_MS - (performance.now() - settledFrom);
+    const wait = BURST_SETTLE_MS - (performance.now() - settledFrom);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const offset = o.stamps.offset();
     const cards = Array.from({ length: o.cards }, (_, i) => ({ id: `l${o.round}-${i}`, lane, title: 'burst' }));
