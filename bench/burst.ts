@@ -72,7 +72,7 @@ const isolation = detectIsolation();
 /** A stack (fresh, or warm) whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
 // The round number names the lane and its cards in the shared Redis: a warm stack's are offset past the fresh ones'.
 const lanesRound = (round: number, http: Agent, stack: Stack) =>
-  burstLaneRound({ redisUrl: redis.url, stamps, http, round: stack === 'warm' ? ROUNDS + round : round, slots: N, cards: CARDS, warm: stack === 'warm', warmCards: WARM_CARDS });
+  burstLaneRound({ redisUrl: redis.url, stamps, http, round: stack === 'warm' ? ROUNDS + round : round, slots: N, cards: CARDS, warmCards: stack === 'warm' ? WARM_CARDS : 0 });
 
 const sideRound = (side: Side, r: number, http: Agent): Promise<number> =>
   side === 'provider' ? providerRound(stamps, N, r) : side === 'fresh-provider' ? freshProviderRound(stamps, N, r) : lanesRound(r, http, side);

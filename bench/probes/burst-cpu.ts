@@ -46,7 +46,7 @@ try {
       round: r,
       slots: N,
       cards: CARDS,
-      warm: values.warm,
+      warmCards: values.warm ? 2 * N : 0,
       onMeasure: (phase, stackPid) => {
         if (phase === 'before') before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
         else if (phase === 'posted') postMs = performance.now() - before.at;

@@ -5,8 +5,8 @@
  * the slot scaler's cooldown since boot has passed; then posts the cards and answers the time from
  * the first POST's start until N different sandboxes have each started a card.
  *
- * `warm`: the stack has a second lane of the same shape whose agent is `true`, and runs `warmCards`
- * (default 2N) cards through it first (sandboxes made, canaries, moves, the POST's validation: the
+ * `warmCards` > 0: the stack has a second lane of the same shape whose agent is `true`, and runs
+ * that many quick cards through it first (sandboxes made, canaries, moves, the POST's validation: the
  * code a running stack has already used), then lets those sandboxes go, as a stack that has been up
  * meets a burst.
  * Used by burst.ts, probes/burst-split.ts and probes/burst-cpu.ts.
@@ -49,9 +49,7 @@ export interface BurstLaneRound {
   cards: number;
   /** The cards go in POSTs of these sizes, all sent at once (default: one POST of every card). */
   posts?: readonly number[];
-  /** Run quick cards through a second lane first, so the burst meets code that has run once. */
-  warm?: boolean;
-  /** How many quick cards a warm stack runs first (default 2N). */
+  /** Quick cards run through a second lane first, so the burst meets code that has run once (default 0: a fresh stack). */
   warmCards?: number;
   /** Called with the stack's pid just before the POST, once it is answered, and once every slot runs a card (for CPU readings). */
   onMeasure?: (phase: 'before' | 'posted' | 'after', stackPid: number) => void;
@@ -59,12 +57,13 @@ export interface BurstLaneRound {
 
 /** One burst on a fresh stack whose lane idles at zero sandboxes: ms from the POST until every slot runs a card. */
 export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
+  const warmCards = o.warmCards ?? 0;
   const lane = `burst-${o.round}`;
   const warmLane = `warm-${o.round}`;
   const shape = { slots: o.slots, minSlots: 0, maxSlots: o.slots, idleReleaseMs: IDLE_RELEASE_MS, killGraceMs: 100 };
   const stack = await startStackProcess({
     redisUrl: o.redisUrl,
-    lanes: [{ name: lane, agent: ['bash', o.stamps.agent], ...shape }, ...(o.warm ? [{ name: warmLane, agent: ['true'], ...shape }] : [])],
+    lanes: [{ name: lane, agent: ['bash', o.stamps.agent], ...shape }, ...(warmCards > 0 ? [{ name: warmLane, agent: ['true'], ...shape }] : [])],
     parts: { api: true, worker: true, supervisor: true },
     provider: 'local',
     heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -73,8 +72,8 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
   try {
     const api = apiClient(stack.url!);
     const bootAt = performance.now();
-    if (o.warm) {
-      const warm = Array.from({ length: o.warmCards ?? 2 * o.slots }, (_, i) => ({ id: `w${o.round}-${i}`, lane: warmLane, title: 'warm' }));
+    if (warmCards > 0) {
+      const warm = Array.from({ length: warmCards }, (_, i) => ({ id: `w${o.round}-${i}`, lane: warmLane, title: 'warm' }));
       const res = await postJson(o.http, stack.url!, '/v1/cards', { cards: warm });
       if (res.status >= 300) throw new Error(`POST /v1/cards (warm-up): ${res.status} ${res.text}`);
       for (const { id } of warm) await waitFor(`${id} done`, async () => (await api.card(id)).state === 'done' || undefined, { intervalMs: 50, timeoutMs: 60_000 });
@@ -85,7 +84,7 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
     });
     // The burst lane's scaler cooldown runs from the boot; after a warm-up the same pause lets the
     // warm lane's sandboxes end and the box go quiet before the POST.
-    const settledFrom = o.warm ? performance.now() : bootAt;
+    const settledFrom = warmCards > 0 ? performance.now() : bootAt;
     const wait = BURST_SETTLE_MS - (performance.now() - settledFrom);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const offset = o.stamps.offset();

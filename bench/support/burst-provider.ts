@@ -62,8 +62,8 @@ export async function providerRound(stamps: StampAgent, slots: number, round: nu
 /** The forked process's first argument: this file is its entry. */
 const FRESH_ARG = '--fresh-provider-round';
 
-/** Named apart from tsx's own messages on the same IPC channel (`{ ok, ms }`). */
-type FromFresh = { freshReady: true } | { freshT0: number } | { freshDone: true; error?: string };
+/** What the forked side says, each field named apart from tsx's own messages on the same IPC channel (`{ ok, ms }`). */
+type FromFresh = { freshReady?: true; freshT0?: number; freshDone?: true; error?: string };
 
 /**
  * The provider alone in a process of its own, timed once it has been up as long as a burst's stack
@@ -74,10 +74,10 @@ export async function freshProviderRound(stamps: StampAgent, slots: number, roun
   const b: Burst = { baseDir: join(stamps.dir, `fresh-provider-${round}`), agent: stamps.agent, slots, idPrefix };
   const child = fork(new URL(import.meta.url).pathname, [FRESH_ARG, JSON.stringify(b)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const next = <T>(pick: (m: Partial<Record<string, unknown>>) => T | undefined) =>
+  const next = <T>(pick: (m: FromFresh) => T | undefined) =>
     new Promise<T>((resolve, reject) => {
       const on = (m: unknown) => {
-        const v = typeof m === 'object' && m !== null ? pick(m as Partial<Record<string, unknown>>) : undefined;
+        const v = typeof m === 'object' && m !== null ? pick(m as FromFresh) : undefined;
         if (v === undefined) return;
         child.off('message', on);
         resolve(v);
@@ -89,8 +89,8 @@ export async function freshProviderRound(stamps: StampAgent, slots: number, roun
     await next((m) => m.freshReady);
     await new Promise((resolve) => setTimeout(resolve, BURST_SETTLE_MS));
     const offset = stamps.offset();
-    const t0 = next((m) => m.freshT0 as number | undefined);
-    const done = next((m) => (m.freshDone ? (m as { error?: string }) : undefined));
+    const t0 = next((m) => m.freshT0);
+    const done = next((m) => (m.freshDone ? m : undefined));
     // Awaited below; a process gone early must not be an unhandled rejection meanwhile.
     t0.catch(() => undefined);
     done.catch(() => undefined);
