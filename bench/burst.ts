@@ -31,7 +31,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { detectIsolation } from '@lanes/sandbox';
 import { startRedis } from '../test/harness/index.js';
-import { burstLaneRound } from './support/burst-lane.js';
+import { burstLaneRound, defaultWarmCards } from './support/burst-lane.js';
 import { freshProviderRound, providerRound } from './support/burst-provider.js';
 import { makeStampAgent } from './support/stamp-agent.js';
 import { median } from './support/stats.js';
@@ -50,7 +50,7 @@ const N = Number(values['max-slots']);
 const CARDS = Number(values.cards);
 const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
-const WARM_CARDS = values['warm-cards'] === undefined ? 2 * N : Number(values['warm-cards']);
+const WARM_CARDS = values['warm-cards'] === undefined ? defaultWarmCards(N) : Number(values['warm-cards']);
 if (!Number.isInteger(WARM_CARDS) || WARM_CARDS < 1) throw new Error(`--warm-cards: "${values['warm-cards']}" is not a whole number of cards, 1 or more`);
 type Stack = 'fresh' | 'warm';
 /** `provider`: the provider alone in this process, warmed; `fresh-provider`: in a process forked for its round. */
@@ -62,7 +62,9 @@ const STACKS = values.stacks.split(',').map((s): Stack => {
   if (stack !== 'fresh' && stack !== 'warm') throw new Error(`--stacks: "${stack}" is neither fresh nor warm`);
   return stack;
 });
-const SIDES: Side[] = [...new Set<Side>(STACKS.map((stack) => BASELINE[stack])), ...STACKS];
+/** The baselines the stacks timed need, each once. */
+const BASELINES: Side[] = [...new Set(STACKS.map((stack) => BASELINE[stack]))];
+const SIDES: Side[] = [...BASELINES, ...STACKS];
 const TARGET = 1.3;
 
 const redis = await startRedis();
@@ -117,7 +119,7 @@ try {
       rounds: ROUNDS,
       warmCards: WARM_CARDS,
       isolation,
-      providerMs: Object.fromEntries(SIDES.filter((side) => side.endsWith('provider')).map((side) => [side, Math.round(med(side))])),
+      providerMs: Object.fromEntries(BASELINES.map((side) => [side, Math.round(med(side))])),
       stacks: Object.fromEntries(stacks.map((x) => [x.stack, { lanesMs: Math.round(x.lanesMs), baseline: BASELINE[x.stack], ratio: Number(x.ratio.toFixed(3)) }])),
       roundMs: Object.fromEntries(SIDES.map((side) => [side, rounds.map((x) => Math.round(x[side]!))])),
       loadAverage: load,

@@ -12,7 +12,7 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startRedis } from '../../test/harness/index.js';
-import { burstLaneRound } from '../support/burst-lane.js';
+import { burstLaneRound, defaultWarmCards } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 import { median } from '../support/stats.js';
 import { threadCpuMs } from '../support/thread-cpu.js';
@@ -46,7 +46,7 @@ try {
       round: r,
       slots: N,
       cards: CARDS,
-      warmCards: values.warm ? 2 * N : 0,
+      warmCards: values.warm ? defaultWarmCards(N) : 0,
       onMeasure: (phase, stackPid) => {
         if (phase === 'before') before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
         else if (phase === 'posted') postMs = performance.now() - before.at;

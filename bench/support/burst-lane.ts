@@ -24,6 +24,8 @@ export const BURST_SETTLE_MS = defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500;
 /** The idle slot the worker boots with lets its sandbox go this soon, so the lane is at zero sandboxes before the burst. */
 const IDLE_RELEASE_MS = 200;
 const POLL_MS = 5;
+/** How many quick cards warm a stack by default: two per slot, so every slot's path has run. */
+export const defaultWarmCards = (slots: number): number => 2 * slots;
 
 const wallMs = () => performance.timeOrigin + performance.now();
 
