@@ -32,7 +32,7 @@ import { parseArgs } from 'node:util';
 import { detectIsolation } from '@lanes/sandbox';
 import { startRedis } from '../test/harness/index.js';
 import { burstLaneRound, defaultWarmCards } from './support/burst-lane.js';
-import { freshProviderRound, providerRound } from './support/burst-provider.js';
+import { freshProviderRound, providerRound, warmProvider } from './support/burst-provider.js';
 import { makeStampAgent } from './support/stamp-agent.js';
 import { median } from './support/stats.js';
 
@@ -70,6 +70,7 @@ const TARGET = 1.3;
 const redis = await startRedis();
 const stamps = makeStampAgent('lanes-bench-burst-', WORK_MS);
 const isolation = detectIsolation();
+const provider = warmProvider(stamps);
 
 /** A stack (fresh, or warm) whose lane idles at zero sandboxes, then a burst of CARDS in one POST. */
 // The round number names the lane and its cards in the shared Redis: a warm stack's are offset past the fresh ones'.
@@ -77,14 +78,14 @@ const lanesRound = (round: number, http: Agent, stack: Stack) =>
   burstLaneRound({ redisUrl: redis.url, stamps, http, round: stack === 'warm' ? ROUNDS + round : round, slots: N, cards: CARDS, warmCards: stack === 'warm' ? WARM_CARDS : 0 });
 
 const sideRound = (side: Side, r: number, http: Agent): Promise<number> =>
-  side === 'provider' ? providerRound(stamps, N, r) : side === 'fresh-provider' ? freshProviderRound(stamps, N, r) : lanesRound(r, http, side);
+  side === 'provider' ? providerRound(stamps, N, r, provider) : side === 'fresh-provider' ? freshProviderRound(stamps, N, r) : lanesRound(r, http, side);
 
 const http = new Agent({ keepAlive: true });
 try {
   const rounds: Array<Partial<Record<Side, number>>> = [];
   // Warm-up, untimed: the page cache, and the provider's code in this process. A lanes stack is
   // warmed (or not) inside its own round, and a fresh provider's process is new each round.
-  await providerRound(stamps, N, -1);
+  await providerRound(stamps, N, -1, provider);
   for (let r = 0; r < ROUNDS; r++) {
     const round: Partial<Record<Side, number>> = {};
     // The sides' order rotates by one each round, so load drift hits each side alike.
@@ -127,6 +128,7 @@ try {
   );
 } finally {
   http.destroy();
+  await provider.close();
   await redis.stop();
   stamps.remove();
 }

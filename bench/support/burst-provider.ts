@@ -3,14 +3,15 @@
  * running the stamping agent once in each as soon as it exists; timed from the first create until
  * the N-th stamp.
  *
- * `providerRound` runs it in the caller's process, whose provider code a first round has warmed.
+ * `providerRound` runs it in the caller's process, on a provider kept across rounds (its code, and
+ * its root spawner, up since a first round), as a stack that has been up keeps its own.
  * `freshProviderRound` runs it in a process forked for the round (this file is its entry), whose
  * provider code first runs when it is timed, as a fresh stack's does at the burst's POST: the
  * baseline a fresh stack is held to, so that neither side is timed warm against the other cold.
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { createLocalProvider, detectIsolation, type SandboxHandle } from '@lanes/sandbox';
+import { createLocalProvider, detectIsolation, type LocalSandboxProvider, type SandboxHandle } from '@lanes/sandbox';
 import { BURST_SETTLE_MS, nthSandboxAt } from './burst-lane.js';
 import type { StampAgent } from './stamp-agent.js';
 
@@ -26,9 +27,16 @@ interface Burst {
   idPrefix: string;
 }
 
-/** Makes the sandboxes and runs the agent in each; calls `started` with the wall time of the first create; ends them once every agent has ended. */
-async function burst(b: Burst, started: (t0: number) => void): Promise<void> {
-  const provider = createLocalProvider({ baseDir: b.baseDir, isolation: detectIsolation() });
+/** The provider a round makes its sandboxes with: its own (closed after it), or one kept across rounds. */
+const newProvider = (baseDir: string) => createLocalProvider({ baseDir, isolation: detectIsolation() });
+
+/**
+ * Makes the sandboxes and runs the agent in each; calls `started` with the wall time of the first
+ * create; ends them once every agent has ended. A provider passed in outlives the round, as a
+ * stack's does (and its root spawner with it); without one the round makes its own, and closes it.
+ */
+async function burst(b: Burst, started: (t0: number) => void, kept?: LocalSandboxProvider): Promise<void> {
+  const provider = kept ?? newProvider(b.baseDir);
   const handles: SandboxHandle[] = [];
   try {
     started(wallMs());
@@ -42,18 +50,26 @@ async function burst(b: Burst, started: (t0: number) => void): Promise<void> {
     );
   } finally {
     await Promise.all(handles.map((h) => h.terminate()));
-    await provider.close();
+    if (!kept) await provider.close();
   }
 }
 
-/** The provider alone in this process: ms from the first create until the N-th sandbox's agent stamped. */
-export async function providerRound(stamps: StampAgent, slots: number, round: number): Promise<number> {
+/** The warm baseline's provider, kept by the caller across its rounds; close it after the last. */
+export const warmProvider = (stamps: StampAgent): LocalSandboxProvider => newProvider(join(stamps.dir, 'provider'));
+
+/** The provider alone in this process, one kept across rounds (warmProvider): ms from the first create until the N-th sandbox's agent stamped. */
+export async function providerRound(stamps: StampAgent, slots: number, round: number, provider: LocalSandboxProvider): Promise<number> {
   const idPrefix = `p${round}-`;
   const offset = stamps.offset();
   let t0 = Number.NaN;
-  const done = burst({ baseDir: join(stamps.dir, `provider-${round}`), agent: stamps.agent, slots, idPrefix }, (at) => {
-    t0 = at;
-  });
+  const b: Burst = { baseDir: provider.baseDir, agent: stamps.agent, slots, idPrefix };
+  const done = burst(
+    b,
+    (at) => {
+      t0 = at;
+    },
+    provider,
+  );
   const at = await nthSandboxAt(stamps, offset, slots, idPrefix);
   await done;
   return at - t0;

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,9 +8,10 @@ import { ConnectTimeoutError, IllegalStateError, ProviderInvalidError, ProviderU
 import { agentBaseEnv } from '../agent-env.js';
 import { bestEffort, type CleanupErrorSink } from '../best-effort.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
-import { exitCodeOf } from '../exec-result.js';
 import { InitChannel } from './init-channel.js';
 import { LIFELINE_FD, detectIsolation, rootCommand, type IsolationMode } from './isolation.js';
+import { SpawnerProcess } from './root-spawner.js';
+import { inProcessSpawner, type RootSpawner, type SandboxRoot } from './sandbox-root.js';
 import { resolveLaneIsolation } from './lane-isolation.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { childrenOf, isAlive, readStat } from '../proc.js';
@@ -54,6 +54,12 @@ export interface LocalProviderOptions {
   baseEnv?: Readonly<Record<string, string | undefined>>;
   /** Where a spec's `secrets` (names of environment variables) are looked up. Default: this process's environment. */
   secretEnv?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Who forks sandbox roots: `spawner` (default) a small process of this one's
+   * (runtime/root-spawner.mjs), so this process's memory does not make each fork dear; `in-process`
+   * this process itself.
+   */
+  rootSpawner?: 'spawner' | 'in-process';
   /** argv of the init the root runs. Default `[process.execPath, LOCAL_INIT_PATH]`; tests swap in one that never answers. */
   initCommand?: readonly string[];
   deps?: Partial<LocalProviderDeps>;
@@ -82,6 +88,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly deps: LocalProviderDeps;
   private readonly requestedIsolation: 'auto' | IsolationMode;
   private readonly handles = new Map<string, LocalSandbox>();
+  private readonly spawner: RootSpawner;
   private closed = false;
 
   constructor(options: LocalProviderOptions = {}) {
@@ -96,6 +103,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.secretEnv = options.secretEnv ?? process.env;
     this.initCommand = options.initCommand ?? [process.execPath, LOCAL_INIT_PATH];
     this.requestedIsolation = options.isolation ?? 'auto';
+    this.spawner = options.rootSpawner === 'in-process' ? inProcessSpawner() : new SpawnerProcess();
     this.deps = {
       now: options.deps?.now ?? Date.now,
       newId: options.deps?.newId ?? newLocalSandboxId,
@@ -137,19 +145,25 @@ export class LocalSandboxProvider implements SandboxProvider {
     const agent = isolation === 'separate-uid' ? this.separateUid(id, dir, workdir) : undefined;
 
     const { command, args } = rootCommand(isolation, agent?.initCommand ?? this.initCommand, agent?.uid);
-    const root = spawn(command, args, {
-      cwd: workdir,
-      env: { ...env, ...agent?.env },
-      // Own process group, no controlling terminal: a ^C aimed at the worker must not reach it.
-      detached: true,
-      // fd 3 is the lifeline: the init reads EOF on it when this process dies, however it dies.
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    });
-    // Never written, never read: it must not keep this process alive, only die with it.
-    lifelineOf(root)?.unref();
-    const rootExited = new Promise<number>((resolve) => {
-      root.once('exit', (code, signal) => resolve(exitCodeOf(code, signal)));
-    });
+    const discard = async (): Promise<void> => {
+      if (agent) releaseUid(this.baseDir, agent.uid, id);
+      await bestEffort('remove failed sandbox dir', () => rm(dir, { recursive: true, force: true }), this.deps.onCleanupError);
+    };
+    const connectBy = performance.now() + connectTimeoutMs;
+    const connectTimeout = (error: unknown): unknown => (error instanceof DeadlineExceeded ? new ConnectTimeoutError(this.name, connectTimeoutMs, id) : error);
+    const started = this.spawner.start({ command, args, cwd: workdir, env: { ...env, ...agent?.env } });
+    let root: SandboxRoot;
+    try {
+      root = await withDeadline(started, connectTimeoutMs, options.signal);
+    } catch (error) {
+      // A root that starts after all has nobody to answer to: letting go of it ends it (lifeline EOF).
+      void started.then(
+        (late) => late.abandon(),
+        () => undefined,
+      );
+      await discard();
+      throw connectTimeout(error);
+    }
     const stderrTail = collectTail(root);
     const record: SandboxRecord = {
       version: 1,
@@ -157,38 +171,32 @@ export class LocalSandboxProvider implements SandboxProvider {
       tags: { ...spec.tags },
       image: spec.image,
       isolation,
-      rootPid: root.pid ?? -1,
-      rootStartTime: root.pid === undefined ? -1 : (readStat(root.pid)?.startTime ?? -1),
+      rootPid: root.pid,
+      rootStartTime: readStat(root.pid)?.startTime ?? -1,
       ...ownerOf(process.pid),
       workdir,
       ...(agent ? { agentUid: agent.uid } : {}),
       createdAt: new Date(this.deps.now()).toISOString(),
     };
-    const channel = new InitChannel(root.stdin!, root.stdout!);
+    const channel = new InitChannel(root.stdin, root.stdout);
     try {
       // Written before the first ping: a worker killed while connecting still leaves a reapable record.
-      if (root.pid !== undefined) await writeRecord(this.baseDir, record);
-      await withDeadline(firstPong(root, channel, stderrTail), connectTimeoutMs, options.signal);
+      await writeRecord(this.baseDir, record);
+      await withDeadline(firstPong(root, channel, stderrTail), Math.max(0, connectBy - performance.now()), options.signal);
       if (isolation !== 'process-group') await this.recordNamespaceInit(record);
     } catch (error) {
       channel.close();
       await bestEffort('reap failed sandbox', () => reapSandbox(record), this.deps.onCleanupError);
-      if (agent) releaseUid(this.baseDir, agent.uid, id);
-      await bestEffort('remove failed sandbox dir', () => rm(dir, { recursive: true, force: true }), this.deps.onCleanupError);
-      if (error instanceof DeadlineExceeded) throw new ConnectTimeoutError(this.name, connectTimeoutMs, id);
-      throw error;
+      await discard();
+      throw connectTimeout(error);
     }
 
     const handle = new LocalSandbox({
       record,
       dir,
       channel,
-      rootExited,
-      detachRoot: () => {
-        root.stdout?.destroy();
-        root.stderr?.destroy();
-        root.unref();
-      },
+      rootExited: root.exited,
+      detachRoot: () => root.detach(),
       stderrTail,
       killGraceMs: this.killGraceMs,
       ...(agent ? { agentUid: agent.uid } : {}),
@@ -245,6 +253,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.closed = true;
     for (const handle of this.handles.values()) handle.detach();
     this.handles.clear();
+    this.spawner.close();
   }
 
   private sandboxEnv(spec: SandboxSpec, id: string, workdir: string): NodeJS.ProcessEnv {
@@ -321,43 +330,28 @@ function tagsMatch(have: Partial<SandboxTags>, want: Partial<SandboxTags>): bool
   return Object.entries(want).every(([key, value]) => value === undefined || have[key as keyof SandboxTags] === value);
 }
 
-/** Resolves on the init's first pong; rejects if the root cannot start or dies first. */
-function firstPong(root: ChildProcess, channel: InitChannel, stderrTail: () => string): Promise<void> {
+/** Resolves on the init's first pong; rejects if the root dies first. */
+function firstPong(root: SandboxRoot, channel: InitChannel, stderrTail: () => string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const cleanup = (): void => {
-      root.off('exit', onExit);
-      root.off('error', onError);
-    };
-    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-      cleanup();
+    let answered = false;
+    void root.exited.then((code) => {
+      if (answered) return;
       const tail = stderrTail().trim();
-      reject(new ProviderUnavailableError('local', `sandbox root exited with ${exitCodeOf(code, signal)} before answering${tail ? `: ${tail}` : ''}`));
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(new ProviderUnavailableError('local', `cannot start sandbox root: ${error.message}`, { cause: error }));
-    };
-    root.once('exit', onExit);
-    root.once('error', onError);
-    if (root.pid === undefined) return; // spawn failed; 'error' follows
+      reject(new ProviderUnavailableError('local', `sandbox root exited with ${code} before answering${tail ? `: ${tail}` : ''}`));
+    });
     const id = channel.request({ op: 'ping' }, (event) => {
       if (event.t !== 'pong') return;
+      answered = true;
       channel.forget(id);
-      cleanup();
       resolve();
     });
   });
 }
 
-function lifelineOf(root: ChildProcess): { unref(): void } | undefined {
-  const stream = root.stdio[LIFELINE_FD] as { unref?: () => void } | null | undefined;
-  return stream?.unref ? (stream as { unref(): void }) : undefined;
-}
-
-function collectTail(root: ChildProcess): () => string {
+function collectTail(root: SandboxRoot): () => string {
   let tail = '';
-  root.stderr?.setEncoding('utf8');
-  root.stderr?.on('data', (chunk: string) => {
+  root.stderr.setEncoding('utf8');
+  root.stderr.on('data', (chunk: string) => {
     tail = (tail + chunk).slice(-STDERR_TAIL_CHARS);
   });
   return () => tail;
