@@ -19,9 +19,10 @@
  * Baselines (bench/support/burst-provider.ts), alternated round by round with the lanes rounds (the
  * order rotated every round): the local provider alone makes N sandboxes at once and runs the same
  * agent once in each as soon as it exists; timed from the first create until the N-th stamp. The
- * warm stack is held to it in this process, warmed by an untimed round; the fresh stack to it in a
- * process forked for the round and up as long as a stack before its POST, whose provider code first
- * runs when it is timed. The method asks the same state of both sides.
+ * warm stack is held to it in this process, on one provider kept across the rounds and warmed by an
+ * untimed round; the fresh stack to it in a process forked for the round and up as long as a stack
+ * before its POST, which made one sandbox, ran a command in it and ended it as it started (as the
+ * stack's boot slot does with its canary). The method asks the same state of both sides.
  *
  * Target (issue 29): all N slots run cards within 1.3× the provider's own time (medians of rounds),
  * for each stack timed.

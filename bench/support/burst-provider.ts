@@ -5,9 +5,11 @@
  *
  * `providerRound` runs it in the caller's process, on a provider kept across rounds (its code, and
  * its root spawner, up since a first round), as a stack that has been up keeps its own.
- * `freshProviderRound` runs it in a process forked for the round (this file is its entry), whose
- * provider code first runs when it is timed, as a fresh stack's does at the burst's POST: the
- * baseline a fresh stack is held to, so that neither side is timed warm against the other cold.
+ * `freshProviderRound` runs it in a process forked for the round (this file is its entry), which
+ * made one sandbox, ran a command in it and ended it as it started, as a fresh stack's boot slot
+ * does with its canary (its root spawner is up): the baseline a fresh stack is held to, whose code
+ * for cards first runs at the burst's POST, so that neither side is timed warm against the other
+ * cold.
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -121,12 +123,19 @@ export async function freshProviderRound(stamps: StampAgent, slots: number, roun
   }
 }
 
-// The forked side: one burst on the parent's word, then gone.
+// The forked side: one sandbox made, run once (the stack's canary) and ended as it starts, as a
+// stack's boot slot does (so its root spawner is up, as the stack's is), then one burst on the
+// parent's word, then gone.
 if (process.send && process.argv[2] === FRESH_ARG) {
   const b = JSON.parse(process.argv[3] ?? '') as Burst;
   const send = (m: FromFresh) => new Promise<void>((resolve) => process.send!(m, () => resolve()));
+  const provider = newProvider(b.baseDir);
+  const boot = await provider.create({ image: 'local', tags: { lane: 'burst', slot: 'boot', worker: 'bench' } });
+  await boot.exec(['echo', 'boot']);
+  await boot.terminate();
   process.once('message', () => {
-    void burst(b, (t0) => void send({ freshT0: t0 }))
+    void burst(b, (t0) => void send({ freshT0: t0 }), provider)
+      .finally(() => provider.close())
       .then(
         () => send({ freshDone: true }),
         (err: unknown) => send({ freshDone: true, error: String(err) }),

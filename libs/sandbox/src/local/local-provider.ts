@@ -72,7 +72,7 @@ export interface LocalProviderOptions {
  *
  * Sandboxes end with the process that created them, even when it is SIGKILLed: the root inherits
  * a lifeline (fd 3) whose other end only this process holds, and the init ends the sandbox on its
- * EOF. Detaching (`close()`) keeps them running while this process lives; the supervisor still
+ * EOF. Roots are forked by a small spawner process (root-spawner.ts), which hands that end back. Detaching (`close()`) keeps them running while this process lives; the supervisor still
  * lists leftovers from `baseDir` and terminates them by id. Local sandboxes share the host's
  * filesystem and network: only `separate-uid` (an unprivileged uid of the sandbox's own) keeps an
  * agent from the worker and the other slots (README "Threat model").
