@@ -29,16 +29,14 @@ interface Burst {
   idPrefix: string;
 }
 
-/** The provider a round makes its sandboxes with: its own (closed after it), or one kept across rounds. */
 const newProvider = (baseDir: string) => createLocalProvider({ baseDir, isolation: detectIsolation() });
 
 /**
- * Makes the sandboxes and runs the agent in each; calls `started` with the wall time of the first
- * create; ends them once every agent has ended. A provider passed in outlives the round, as a
- * stack's does (and its root spawner with it); without one the round makes its own, and closes it.
+ * Makes the sandboxes with `provider` and runs the agent in each; calls `started` with the wall time
+ * of the first create; ends them once every agent has ended. The provider outlives the round, as a
+ * stack's does (and its root spawner with it): its owner closes it.
  */
-async function burst(b: Burst, started: (t0: number) => void, kept?: LocalSandboxProvider): Promise<void> {
-  const provider = kept ?? newProvider(b.baseDir);
+async function burst(b: Burst, provider: LocalSandboxProvider, started: (t0: number) => void): Promise<void> {
   const handles: SandboxHandle[] = [];
   try {
     started(wallMs());
@@ -52,7 +50,6 @@ async function burst(b: Burst, started: (t0: number) => void, kept?: LocalSandbo
     );
   } finally {
     await Promise.all(handles.map((h) => h.terminate()));
-    if (!kept) await provider.close();
   }
 }
 
@@ -65,13 +62,9 @@ export async function providerRound(stamps: StampAgent, slots: number, round: nu
   const offset = stamps.offset();
   let t0 = Number.NaN;
   const b: Burst = { baseDir: provider.baseDir, agent: stamps.agent, slots, idPrefix };
-  const done = burst(
-    b,
-    (at) => {
-      t0 = at;
-    },
-    provider,
-  );
+  const done = burst(b, provider, (at) => {
+    t0 = at;
+  });
   const at = await nthSandboxAt(stamps, offset, slots, idPrefix);
   await done;
   return at - t0;
@@ -134,7 +127,7 @@ if (process.send && process.argv[2] === FRESH_ARG) {
   await boot.exec(['echo', 'boot']);
   await boot.terminate();
   process.once('message', () => {
-    void burst(b, (t0) => void send({ freshT0: t0 }), provider)
+    void burst(b, provider, (t0) => void send({ freshT0: t0 }))
       .finally(() => provider.close())
       .then(
         () => send({ freshDone: true }),

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProviderUnavailableError } from '@lanes/contracts';
+import { LocalSandboxProvider } from '@lanes/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { childrenOf, isAlive } from '../src/proc.js';
 import { ROOT_SPAWNER_PATH, SpawnerProcess } from '../src/local/root-spawner.js';
@@ -120,9 +121,18 @@ describe('the spawner process', () => {
     expect(await next.exited).toBe(7);
   });
 
-  it('a start under way when the spawner dies rejects, and its root does not outlive it', async () => {
-    spawner = new SpawnerProcess({ command: [process.execPath, '-e', "process.on('message', () => process.exit(3))"] });
-    await expect(spawner.start(ECHO_ROOT)).rejects.toThrow(/root spawner exited with 3/);
+  it('a start whose spawner dies, and dies again when it is sent once more, rejects naming the exit', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'lanes-spawner-launches-'));
+    const launches = join(dir, 'launches');
+    try {
+      const dying = `require('node:fs').appendFileSync(${JSON.stringify(launches)}, 'x'); process.on('message', () => process.exit(3))`;
+      spawner = new SpawnerProcess({ command: [process.execPath, '-e', dying] });
+      await expect(spawner.start(ECHO_ROOT)).rejects.toThrow(/root spawner exited with 3/);
+      // Sent once more to a second spawner, and no further.
+      expect(readFileSync(launches, 'utf8')).toBe('xx');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('is not what keeps a process alive: a script that forgets close() still exits', async () => {
@@ -169,7 +179,7 @@ describe('the spawner process', () => {
       await waitFor('the spawner and the sandbox root to be gone', () => !isAlive(spawnerPid!) && !isAlive(rootPid), { intervalMs: 10 });
     } finally {
       if (creator.exitCode === null && creator.signalCode === null) creator.kill('SIGKILL');
-      const reaper = new (await import('@lanes/sandbox')).LocalSandboxProvider({ baseDir });
+      const reaper = new LocalSandboxProvider({ baseDir });
       for (const ref of await reaper.list()) await reaper.terminateById(ref.id);
       await reaper.close();
       await rm(baseDir, { recursive: true, force: true });

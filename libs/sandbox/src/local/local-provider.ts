@@ -72,8 +72,9 @@ export interface LocalProviderOptions {
  *
  * Sandboxes end with the process that created them, even when it is SIGKILLed: the root inherits
  * a lifeline (fd 3) whose other end only this process holds, and the init ends the sandbox on its
- * EOF. Roots are forked by a small spawner process (root-spawner.ts), which hands that end back. Detaching (`close()`) keeps them running while this process lives; the supervisor still
- * lists leftovers from `baseDir` and terminates them by id. Local sandboxes share the host's
+ * EOF. Roots are forked by a small spawner process (root-spawner.ts), which hands that end back.
+ * Detaching (`close()`) keeps them running while this process lives; the supervisor still lists
+ * leftovers from `baseDir` and terminates them by id. Local sandboxes share the host's
  * filesystem and network: only `separate-uid` (an unprivileged uid of the sandbox's own) keeps an
  * agent from the worker and the other slots (README "Threat model").
  */
@@ -333,15 +334,13 @@ function tagsMatch(have: Partial<SandboxTags>, want: Partial<SandboxTags>): bool
 /** Resolves on the init's first pong; rejects if the root dies first. */
 function firstPong(root: SandboxRoot, channel: InitChannel, stderrTail: () => string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    let answered = false;
+    // After the pong this reject is a no-op: the promise has settled.
     void root.exited.then((code) => {
-      if (answered) return;
       const tail = stderrTail().trim();
       reject(new ProviderUnavailableError('local', `sandbox root exited with ${code} before answering${tail ? `: ${tail}` : ''}`));
     });
     const id = channel.request({ op: 'ping' }, (event) => {
       if (event.t !== 'pong') return;
-      answered = true;
       channel.forget(id);
       resolve();
     });
