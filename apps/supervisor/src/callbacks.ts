@@ -1,9 +1,8 @@
-import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Span } from '@lanes/tracing';
 import { LaneEventSchema, type CallbackAllowRule, type LaneEvent } from '@lanes/contracts';
-import { ackCallbacks, keys, type CardStore } from '@lanes/queue';
+import { ackCallbacks, isGroupExistsError, keys, type CardStore } from '@lanes/queue';
 import {
   DEFAULT_CALLBACK_CONCURRENCY,
   DEFAULT_CALLBACK_RETRY,
@@ -16,6 +15,7 @@ import {
 } from './callback-policy.js';
 import { postTo, resolveCallbackTarget, systemLookup, type CallbackLookup } from './callback-target.js';
 import { carryOldCallbacks } from './callback-upgrade.js';
+import { SIGNATURE_HEADER, signatureHeader } from './callback-signature.js';
 import { inCallbackSpan, noteCallbackAttempt, traceHeaders, traceLogFieldsOf } from './callback-trace.js';
 
 /**
@@ -35,7 +35,6 @@ export const CALLBACK_CLAIM_IDLE_MS = 60_000;
 export const CALLBACK_MAX_HELD = 10_000;
 /** Header naming the delivery: the callback stream entry's id, the same on every try of one event. */
 export const DELIVERY_HEADER = 'x-lanes-delivery';
-export const SIGNATURE_HEADER = 'x-lanes-signature';
 const READ_BLOCK_MS = 2_000;
 const READ_COUNT = 100;
 /** After a Redis error the loop and the acknowledger wait this long before trying again. */
@@ -68,25 +67,6 @@ export interface CallbackDeps {
   /** How long another consumer's entry must sit unacknowledged before it is taken over (CALLBACK_CLAIM_IDLE_MS). */
   claimIdleMs?: number;
   sleep?: (ms: number) => Promise<void>;
-}
-
-const hmac = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
-
-/**
- * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the timestamp is signed with the body,
- * so a receiver can refuse a captured delivery replayed later.
- */
-export function signBody(secret: string, body: string, unixSeconds: number): string {
-  return signatureHeader([secret], body, unixSeconds);
-}
-
-/**
- * One `v1=` per secret, the current one first (Stripe's scheme during a secret roll): a receiver
- * accepts the delivery when any `v1` matches its own secret, so a board still holding the previous
- * secret verifies, and so does one already holding the new one.
- */
-export function signatureHeader(secrets: readonly string[], body: string, unixSeconds: number): string {
-  return [`t=${unixSeconds}`, ...secrets.map((s) => `v1=${hmac(s, `${unixSeconds}.${body}`)}`)].join(',');
 }
 
 /** An entry read from the stream that is to be delivered. */
@@ -137,7 +117,7 @@ export class CallbackDispatcher {
       // script put there before any dispatcher ever started is owed to its boards too.
       await this.deps.redis.xgroup('CREATE', keys.callbacks(), CALLBACK_GROUP, '0', 'MKSTREAM');
     } catch (err) {
-      if (!String(err).includes('BUSYGROUP')) throw err; // the group exists: another supervisor made it
+      if (!isGroupExistsError(err)) throw err; // the group exists: another supervisor made it
     }
     // After the group exists, so what is carried over lies after its start and is read.
     const carried = await carryOldCallbacks(this.deps.redis, CALLBACK_GROUP);

@@ -5,11 +5,9 @@ export {
   CALLBACK_MAX_HELD,
   CALLBACK_TIMEOUT_MS,
   DELIVERY_HEADER,
-  SIGNATURE_HEADER,
-  signBody,
-  signatureHeader,
   type CallbackDeps,
 } from './callbacks.js';
+export { SIGNATURE_HEADER, signBody, signatureHeader } from './callback-signature.js';
 export { carryOldCallbacks, OLD_CALLBACK_STREAM, type CarriedCallbacks } from './callback-upgrade.js';
 export { resolveCallbackTarget, systemLookup, type CallbackLookup, type CallbackTarget } from './callback-target.js';
 export {

@@ -28,7 +28,7 @@ export {
 } from './lane-queues.js';
 export { FleetStore, SANDBOX_RECORD_TTL_S, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
-export { asRedisFullError } from './redis-errors.js';
+export { asRedisFullError, isGroupExistsError } from './redis-errors.js';
 export {
   ReplicaAck,
   REPLICA_ACK_BACKOFF_MS,

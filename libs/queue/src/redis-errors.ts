@@ -3,6 +3,8 @@ import { RedisFullError } from '@lanes/contracts';
 
 /** The reply code Redis answers a write with when it is at `maxmemory` and may not evict. */
 const OOM_REPLY_CODE = 'OOM';
+/** The reply code of `XGROUP CREATE` for a group that exists. */
+const BUSYGROUP_REPLY_CODE = 'BUSYGROUP';
 
 /** A Redis error reply's code: its first word (`OOM`, `ERR`, `EXECABORT`, …). */
 function replyCode(err: Error): string {
@@ -26,4 +28,9 @@ export function asRedisFullError(err: unknown): RedisFullError | undefined {
   if (replyCode(err) === OOM_REPLY_CODE) return new RedisFullError({ cause: err });
   if (Array.isArray(err.previousErrors) && err.previousErrors.some((e) => asRedisFullError(e) !== undefined)) return new RedisFullError({ cause: err });
   return undefined;
+}
+
+/** Whether `err` is Redis refusing `XGROUP CREATE` because the group exists (another process made it first). */
+export function isGroupExistsError(err: unknown): boolean {
+  return isReplyError(err) && replyCode(err) === BUSYGROUP_REPLY_CODE;
 }

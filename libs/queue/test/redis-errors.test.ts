@@ -1,7 +1,8 @@
-import { ReplyError } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { Redis, ReplyError } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisFullError } from '@lanes/contracts';
-import { asRedisFullError } from '@lanes/queue';
+import { asRedisFullError, isGroupExistsError } from '@lanes/queue';
+import { startRedis, type TestRedis } from '../../../test/harness/index.js';
 
 const reply = (message: string, extra: Record<string, unknown> = {}) => Object.assign(new ReplyError(message) as Error, extra);
 const OOM = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -28,5 +29,40 @@ describe('asRedisFullError: the one reading of a Redis error as "full"', () => {
       expect(out.code).toBe('REDIS_FULL');
       expect(out.retry).toBe('transient');
     }
+  });
+});
+
+describe('isGroupExistsError: XGROUP CREATE refused because the group exists', () => {
+  it.each<[string, unknown, boolean]>([
+    ['the BUSYGROUP reply', reply('BUSYGROUP Consumer Group name already exists'), true],
+    ['another reply to XGROUP', reply('ERR The XGROUP subcommand requires the key to exist.'), false],
+    ['a reply that mentions BUSYGROUP later', reply('ERR Error running script: BUSYGROUP'), false],
+    ['not a Redis reply, though its message says BUSYGROUP', new Error('BUSYGROUP Consumer Group name already exists'), false],
+    ['a transport error', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }), false],
+    ['not an error at all', 'BUSYGROUP', false],
+  ])('%s → exists: %s', (_name, err, exists) => {
+    expect(isGroupExistsError(err)).toBe(exists);
+  });
+});
+
+describe('isGroupExistsError against a real redis-server', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it("reads the server's own answer to a second XGROUP CREATE as the group existing, and a missing stream as not", async () => {
+    await redis.xgroup('CREATE', 'errs-stream', 'g', '0', 'MKSTREAM');
+    const again = await redis.xgroup('CREATE', 'errs-stream', 'g', '0', 'MKSTREAM').catch((err: unknown) => err);
+    expect(isGroupExistsError(again)).toBe(true);
+    const noStream = await redis.xgroup('CREATE', 'errs-missing', 'g', '0').catch((err: unknown) => err);
+    expect(noStream).toBeInstanceOf(Error);
+    expect(isGroupExistsError(noStream)).toBe(false);
   });
 });
