@@ -17,6 +17,10 @@ const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CREATE_AND_WAIT = fileURLToPath(new URL('./support/create-and-wait.ts', import.meta.url));
 /** Short, so a test of the /proc watch does not wait the production second. */
 const TEST_ORPHAN_POLL_MS = 20;
+/** Kill-and-start rounds in the test of a spawner that died unnoticed. */
+const SPAWNER_DEATH_ROUNDS = 5;
+/** A SIGKILLed spawner is gone long before this. */
+const SPAWNER_DEATH_DEADLINE_MS = 5_000;
 
 /** A root that echoes one line of its stdin, then waits for its lifeline (fd 3) to close, then exits 7. */
 const ECHO_ROOT = { command: '/bin/sh', args: ['-c', 'read line; echo "got $line"; cat <&3 >/dev/null; exit 7'], cwd: '/', env: { PATH: '/usr/bin:/bin' } };
@@ -119,6 +123,31 @@ describe('the spawner process', () => {
     expect(await firstLine(next)).toBe('got next');
     next.abandon();
     expect(await next.exited).toBe(7);
+  });
+
+  it('starts sent to a spawner that died before this process saw it go are sent to a new one', async () => {
+    spawner = new SpawnerProcess();
+    // Which this process hears of first, the failed write or the spawner's exit, is a race: each
+    // round gives the write a chance to come first.
+    for (let round = 0; round < SPAWNER_DEATH_ROUNDS; round++) {
+      const root = await spawner.start(ECHO_ROOT);
+      const [dying] = spawnerPids();
+      process.kill(dying!, 'SIGKILL');
+      // Without yielding to the event loop, so this process has seen neither the exit nor the
+      // channel's close: the starts' writes meet a closed socket (EPIPE).
+      const deadline = performance.now() + SPAWNER_DEATH_DEADLINE_MS;
+      while (isAlive(dying!)) if (performance.now() > deadline) throw new Error(`spawner ${dying} alive ${SPAWNER_DEATH_DEADLINE_MS} ms after SIGKILL`);
+      const next = await Promise.all([spawner.start(ECHO_ROOT), spawner.start(ECHO_ROOT)]);
+      expect(spawnerPids()).not.toContain(dying);
+      expect(spawnerPids()).toHaveLength(1);
+      for (const [i, r] of next.entries()) {
+        r.stdin.write(`round ${round}.${i}\n`);
+        expect(await firstLine(r)).toBe(`got round ${round}.${i}`);
+        r.abandon();
+        expect(await r.exited).toBe(7);
+      }
+      root.abandon();
+    }
   });
 
   it('a start whose spawner dies, and dies again when it is sent once more, rejects naming the exit', async () => {

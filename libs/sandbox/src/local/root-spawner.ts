@@ -99,8 +99,34 @@ export class SpawnerProcess implements RootSpawner {
     this.refresh();
     const { command, args, cwd, env } = starting.request;
     starting.spawner.send({ op: 'spawn', id, command, args, cwd, env }, undefined, undefined, (error) => {
-      if (error) this.fail(id, new ProviderUnavailableError('local', `cannot reach the root spawner: ${error.message}`, { cause: error }));
+      if (error) this.onSendFailed(id, starting.spawner, error);
     });
+  }
+
+  /**
+   * A write to a spawner failed: it died before this process saw its exit (EPIPE), or its channel
+   * closed. It takes no later start, and this one is sent once more, as if it had died with it.
+   */
+  private onSendFailed(id: number, child: ChildProcess, error: Error): void {
+    if (this.child === child) {
+      this.child = undefined;
+      if (child.connected) child.disconnect();
+    }
+    this.resend(id, `cannot reach the root spawner: ${error.message}`, error);
+  }
+
+  /** A start whose spawner is gone: sent once more, to another; a second loss fails it. */
+  private resend(id: number, why: string, cause?: Error): void {
+    const starting = this.starting.get(id);
+    if (!starting) return;
+    if (starting.retried) {
+      this.fail(id, new ProviderUnavailableError('local', why, cause ? { cause } : undefined));
+      return;
+    }
+    this.starting.delete(id);
+    this.running.delete(id);
+    for (const socket of starting.sockets) socket?.destroy();
+    this.send({ ...starting, retried: true, spawner: this.spawner(), sockets: [], pid: undefined, exited: undefined });
   }
 
   private launch(): ChildProcess {
@@ -209,17 +235,7 @@ export class SpawnerProcess implements RootSpawner {
   private onGone(child: ChildProcess, why: string): void {
     if (this.child === child) this.child = undefined;
     const tail = this.stderrTail.trim();
-    for (const [id, starting] of [...this.starting]) {
-      if (starting.spawner !== child) continue;
-      if (starting.retried) {
-        this.fail(id, new ProviderUnavailableError('local', `${why}${tail ? `: ${tail}` : ''}`));
-        continue;
-      }
-      this.starting.delete(id);
-      this.running.delete(id);
-      for (const socket of starting.sockets) socket?.destroy();
-      this.send({ ...starting, retried: true, spawner: this.spawner(), sockets: [], pid: undefined, exited: undefined });
-    }
+    for (const [id, starting] of [...this.starting]) if (starting.spawner === child) this.resend(id, `${why}${tail ? `: ${tail}` : ''}`);
     for (const [id, root] of this.running) if (root.spawner === child) this.watchOrphan(id, root);
   }
 
