@@ -76,6 +76,12 @@ describe('the lanes command', () => {
     expect(res.stderr).toContain('invalid environment: LANES_PORT');
   });
 
+  it('starts with nothing from the runtime on stderr, on each Node the suite runs on (no deprecation warning)', () => {
+    const res = spawnSync(process.execPath, [BIN, 'up'], { encoding: 'utf8', env: { ...process.env, REDIS_URL: redis.url, LANES_PORT: 'eighty' }, timeout: 30_000 });
+    expect(res.status).toBe(1);
+    expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^lanes: invalid environment: LANES_PORT/)]);
+  });
+
   it('says a port is taken instead of crashing, and leaves nothing running', async () => {
     const holder = createServer();
     await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));

@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // Runs the CLI straight from TypeScript source: tsx compiles on the fly, and the
 // "@lanes/source" export condition points every workspace package at its src/.
-import { register } from 'node:module';
+import * as nodeModule from 'node:module';
 import { register as registerTsx } from 'tsx/esm/api';
+import { resolve as addSourceCondition } from './source-condition.js';
 
 registerTsx();
-register('./source-condition.js', import.meta.url);
+// In this thread where Node has registerHooks (22.15+): Node 26, the images' runtime, deprecates
+// register() (DEP0205) and would print the warning at every start. Node 20 has only register().
+if (typeof nodeModule.registerHooks === 'function') nodeModule.registerHooks({ resolve: addSourceCondition });
+else nodeModule.register('./source-condition.js', import.meta.url);
 // Before anything imports the Modal SDK: a wrong package named `modal` would fail that import with a bare SyntaxError.
 const { checkModalPackage, installedModalPackage } = await import('../src/modal-package.ts');
 const modal = checkModalPackage(installedModalPackage());
