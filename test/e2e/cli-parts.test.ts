@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import Module from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,5 +65,71 @@ describe('lanes api / lanes worker with a Modal lane and no Modal credentials', 
     expect(await worker.exited).not.toBe(0);
     expect(worker.output()).toContain('lanes.0.provider');
     expect(worker.output()).toContain('MODAL_TOKEN_ID');
+  });
+});
+
+/**
+ * Each container loads only its own part: a worker pod, the one KEDA adds for a backlog, starts
+ * without loading the API's server (Fastify, Bull Board) or the supervisor (bench/worker-boot.ts).
+ * Observed through a resolve hook preloaded into the process (module.registerHooks: Node 22.15+).
+ */
+describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 'function')('which parts a lanes container loads', () => {
+  let redis: TestRedis;
+  let dir: string;
+  let config: string;
+  let preload: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'lanes-part-loads-'));
+    config = join(dir, 'lanes.json');
+    writeFileSync(config, JSON.stringify({ lanes: [{ name: 'loads', provider: 'local', slots: 1, minSlots: 0, maxSlots: 1, agent: ['true'] }] }));
+    preload = join(dir, 'report-parts.mjs');
+    writeFileSync(
+      preload,
+      [
+        "import { registerHooks } from 'node:module';",
+        'registerHooks({ resolve(specifier, context, next) {',
+        '  const resolved = next(specifier, context);',
+        "  const part = /\\/apps\\/(api|worker|supervisor)\\/src\\//.exec(resolved.url ?? '');",
+        '  if (part) process.stderr.write(`PART-LOADED ${part[1]}\\n`);',
+        '  return resolved;',
+        '} });',
+      ].join('\n'),
+    );
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The parts `lanes <command>` loaded by the time its probe (`path` on `port`) answered 200. */
+  async function partsLoadedBy(command: string, env: Record<string, string>, port: number, path: string): Promise<string[]> {
+    const child = spawn(process.execPath, ['--import', preload, BIN, command, '--config', config], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir, REDIS_URL: redis.url, LANES_SANDBOX_DIR: join(dir, 'sandboxes'), LANES_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      await waitFor(`lanes ${command} to answer ${path}`, async () => (await fetch(`http://127.0.0.1:${port}${path}`).catch(() => undefined))?.ok, {
+        abortOn: () => child.exitCode !== null,
+      });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    return [...new Set(stderr.match(/^PART-LOADED \w+$/gm) ?? [])].map((line) => line.split(' ')[1]!).sort();
+  }
+
+  it('lanes worker loads the worker alone', async () => {
+    const port = await freePort();
+    expect(await partsLoadedBy('worker', { LANES_HEALTH_PORT: String(port) }, port, '/readyz')).toEqual(['worker']);
+  });
+
+  it('lanes api loads the API alone', async () => {
+    const port = await freePort();
+    expect(await partsLoadedBy('api', { LANES_PORT: String(port) }, port, '/healthz')).toEqual(['api']);
   });
 });

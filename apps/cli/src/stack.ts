@@ -1,12 +1,12 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createApiServer, type ApiLimits, type ApiServer, type EventStreamOptions } from '@lanes/api';
+import type { ApiLimits, ApiServer, EventStreamOptions } from '@lanes/api';
 import type { ApiTokenConfig, CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
-import { createSupervisorApp, type CallbackLookup, type SupervisorApp } from '@lanes/supervisor';
-import { createWorkerApp, type WorkerApp } from '@lanes/worker';
+import type { CallbackLookup, SupervisorApp } from '@lanes/supervisor';
+import type { WorkerApp } from '@lanes/worker';
 import { startHealthServer, type HealthServer } from './health-server.js';
 
 export interface StackOptions {
@@ -65,6 +65,13 @@ export interface Stack {
 /** The composition root: API, worker and supervisor over one Redis, each optional. */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const parts = { api: true, worker: true, supervisor: true, ...options.parts };
+  // Only the parts that run are loaded, all at once: a worker container loads neither the API's
+  // server and Bull Board nor the supervisor, and starts that much sooner (bench/worker-boot.ts).
+  const [apiModule, workerModule, supervisorModule] = await Promise.all([
+    parts.api ? import('@lanes/api') : undefined,
+    parts.worker ? import('@lanes/worker') : undefined,
+    parts.supervisor ? import('@lanes/supervisor') : undefined,
+  ]);
   const redis = createRedis(options.redisUrl);
   redis.on('error', (err) => options.log.warn({ err: err.message }, 'redis connection error'));
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? (options.heartbeatIntervalMs ? 2 * options.heartbeatIntervalMs : undefined);
@@ -86,12 +93,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (apiRedis) await apiRedis.quit().catch(() => apiRedis!.disconnect());
   };
   try {
-    if (parts.api) {
+    if (apiModule) {
       // The API fails fast while Redis is away (503), instead of holding requests in an offline queue.
       apiRedis = createRedis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
       apiRedis.on('error', () => undefined); // readyz and the error handler report it
       await once(apiRedis, 'ready');
-      stack.api = await createApiServer({
+      stack.api = await apiModule.createApiServer({
         redis: apiRedis,
         lanes: options.lanes,
         log: options.log,
@@ -110,8 +117,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       stack.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
     }
 
-    if (parts.worker) {
-      stack.worker = createWorkerApp({
+    if (workerModule) {
+      stack.worker = workerModule.createWorkerApp({
         lanes: options.lanes,
         redis,
         log: options.log,
@@ -128,8 +135,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         stack.healthPort = health.port;
       }
     }
-    if (parts.supervisor) {
-      stack.supervisor = createSupervisorApp({
+    if (supervisorModule) {
+      stack.supervisor = supervisorModule.createSupervisorApp({
         redis,
         lanes: options.lanes,
         log: options.log,

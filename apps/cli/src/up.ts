@@ -3,7 +3,6 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { parseEnv } from '@lanes/contracts';
-import { parseTokens } from '@lanes/api';
 import { redactRedisUrl } from '@lanes/queue';
 import { createProviderRegistry } from '@lanes/sandbox';
 import { startTracing } from '@lanes/tracing';
@@ -37,7 +36,8 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   });
   if (tracing.enabled) log.info({ event: 'tracing.started' }, 'OpenTelemetry traces are exported over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));
-  const tokens = parseTokens(settings.LANES_API_TOKENS);
+  // Only the API reads tokens; a process without it does not load it (stack.ts).
+  const tokens = parts.api ? (await import('@lanes/api')).parseTokens(settings.LANES_API_TOKENS) : [];
   const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
   const port = options.port ?? settings.LANES_PORT;
   const scopedTokens = config.tokens ?? [];
