@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import Module from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,8 +70,10 @@ describe('lanes api / lanes worker with a Modal lane and no Modal credentials', 
 
 /**
  * Each container loads only its own part: a worker pod, the one KEDA adds for a backlog, starts
- * without loading the API's server (Fastify, Bull Board) or the supervisor (bench/worker-boot.ts).
- * Observed through a resolve hook preloaded into the process (module.registerHooks: Node 22.15+).
+ * without loading the API's server (Fastify, Bull Board) or the supervisor (bench/worker-boot.ts);
+ * a remote command (status, cards, tail, …) loads none of the stack. Observed through a resolve hook
+ * preloaded into the process (module.registerHooks: Node 22.15+), naming the parts and the two
+ * libraries (queues, sandboxes with the Modal SDK) that weigh most.
  */
 describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 'function')('which parts a lanes container loads', () => {
   let redis: TestRedis;
@@ -91,7 +93,7 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
         "import { registerHooks } from 'node:module';",
         'registerHooks({ resolve(specifier, context, next) {',
         '  const resolved = next(specifier, context);',
-        "  const part = /\\/apps\\/(api|worker|supervisor)\\/src\\//.exec(resolved.url ?? '');",
+        "  const part = /\\/(apps\\/(?:api|worker|supervisor)|libs\\/(?:queue|sandbox))\\/src\\//.exec(resolved.url ?? '');",
         '  if (part) process.stderr.write(`PART-LOADED ${part[1]}\\n`);',
         '  return resolved;',
         '} });',
@@ -103,7 +105,7 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The parts `lanes <command>` loaded by the time its probe (`path` on `port`) answered 200. */
+  /** What `lanes <command>` loaded by the time its probe (`path` on `port`) answered 200. */
   async function partsLoadedBy(command: string, env: Record<string, string>, port: number, path: string): Promise<string[]> {
     const child = spawn(process.execPath, ['--import', preload, BIN, command, '--config', config], {
       env: { PATH: process.env.PATH ?? '', HOME: dir, REDIS_URL: redis.url, LANES_SANDBOX_DIR: join(dir, 'sandboxes'), LANES_LOG_LEVEL: 'warn', ...env },
@@ -120,16 +122,28 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
-    return [...new Set(stderr.match(/^PART-LOADED \w+$/gm) ?? [])].map((line) => line.split(' ')[1]!).sort();
+    return loadedParts(stderr);
   }
+
+  const loadedParts = (stderr: string) => [...new Set(stderr.match(/^PART-LOADED \S+$/gm) ?? [])].map((line) => line.split(' ')[1]!).sort();
 
   it('lanes worker loads the worker alone', async () => {
     const port = await freePort();
-    expect(await partsLoadedBy('worker', { LANES_HEALTH_PORT: String(port) }, port, '/readyz')).toEqual(['worker']);
+    expect(await partsLoadedBy('worker', { LANES_HEALTH_PORT: String(port) }, port, '/readyz')).toEqual(['apps/worker', 'libs/queue', 'libs/sandbox']);
   });
 
   it('lanes api loads the API alone', async () => {
     const port = await freePort();
-    expect(await partsLoadedBy('api', { LANES_PORT: String(port) }, port, '/healthz')).toEqual(['api']);
+    expect(await partsLoadedBy('api', { LANES_PORT: String(port) }, port, '/healthz')).toEqual(['apps/api', 'libs/queue', 'libs/sandbox']);
+  });
+
+  it('a remote command loads none of the stack', () => {
+    const res = spawnSync(process.execPath, ['--import', preload, BIN, 'lanes'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', HOME: dir, LANES_API_URL: 'http://127.0.0.1:9' },
+      timeout: 30_000,
+    });
+    expect(res.stderr).toContain('cannot reach the API');
+    expect(loadedParts(res.stderr)).toEqual([]);
   });
 });

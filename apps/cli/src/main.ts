@@ -2,9 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, LanesError } from '@lanes/contracts';
 import { LanesClient, LanesUnreachableError } from '@lanes/client';
 import { cardAction, cardsCommand, enqueueCommand, lanesCommand, statusCommand } from './commands.js';
-import { createLogger } from './logger.js';
 import { tailCommand, tailOutputCommand, watchCommand } from './tail.js';
-import { up } from './up.js';
 
 const USAGE = `usage: lanes <command> [options]
 
@@ -88,6 +86,9 @@ export async function main(
       case 'worker':
       case 'supervisor': {
         const parts = command === 'up' ? undefined : { api: command === 'api', worker: command === 'worker', supervisor: command === 'supervisor' };
+        // Loaded here, not at the top: the remote commands (status, cards, tail, …) talk to the API
+        // alone, and start without loading the stack, its queues and the Modal SDK.
+        const [{ up }, { createLogger }] = await Promise.all([import('./up.js'), import('./logger.js')]);
         return await up(
           { ...(values.config ? { config: values.config } : {}), ...(values.port ? { port: Number(values.port) } : {}), ...(parts ? { parts } : {}) },
           env,
