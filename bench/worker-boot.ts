@@ -35,6 +35,8 @@ const BARE_SERVER = "require('node:http').createServer((req, res) => res.end('ok
 
 interface Side {
   name: string;
+  /** Started once, untimed, before the rounds: its tsx cache is kept across them. */
+  warm?: boolean;
   /** argv after node, and the environment, for a start that answers on `port`. */
   command: (port: number) => { args: string[]; env: NodeJS.ProcessEnv };
 }
@@ -45,8 +47,9 @@ const config = join(work, 'lanes.json');
 writeFileSync(config, JSON.stringify({ lanes: [{ name: 'boot', provider: 'local', slots: 1, minSlots: 0, maxSlots: 1, agent: ['true'] }] }));
 
 /** `lanes worker` of the checkout at `root`, its tsx cache under `tmp()`. */
-const workerSide = (name: string, root: string, tmp: () => string): Side => ({
+const workerSide = (name: string, root: string, tmp: () => string, warm = false): Side => ({
   name,
+  warm,
   command: (port) => ({
     args: [join(root, 'apps/cli/bin/lanes.js'), 'worker'],
     env: {
@@ -68,7 +71,7 @@ for (const [label, root] of checkouts) {
   const warmTmp = newTmp();
   sides.push(
     workerSide(`lanes worker, ${label}, tsx cache cold`, root, newTmp),
-    workerSide(`lanes worker, ${label}, tsx cache warm`, root, () => warmTmp),
+    workerSide(`lanes worker, ${label}, tsx cache warm`, root, () => warmTmp, true),
   );
 }
 
@@ -98,7 +101,7 @@ async function start(side: Side): Promise<number> {
 
 try {
   // Untimed: fills each warm cache (and the box's file cache for both).
-  for (const side of sides) if (side.name.endsWith('warm')) await start(side);
+  for (const side of sides) if (side.warm) await start(side);
   const ms = new Map<string, number[]>(sides.map((s) => [s.name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     const order = sides.map((_, i) => sides[(i + round) % sides.length]!);

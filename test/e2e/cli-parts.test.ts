@@ -127,12 +127,12 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
 
   const loadedParts = (stderr: string) => [...new Set(stderr.match(/^PART-LOADED \S+$/gm) ?? [])].map((line) => line.split(' ')[1]!).sort();
 
-  it('lanes worker loads the worker alone', async () => {
+  it('lanes worker loads the worker, not the API or the supervisor', async () => {
     const port = await freePort();
     expect(await partsLoadedBy('worker', { LANES_HEALTH_PORT: String(port) }, port, '/readyz')).toEqual(['apps/worker', 'libs/queue', 'libs/sandbox']);
   });
 
-  it('lanes api loads the API alone', async () => {
+  it('lanes api loads the API, not the worker or the supervisor', async () => {
     const port = await freePort();
     expect(await partsLoadedBy('api', { LANES_PORT: String(port) }, port, '/healthz')).toEqual(['apps/api', 'libs/queue', 'libs/sandbox']);
   });

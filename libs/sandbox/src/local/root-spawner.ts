@@ -123,9 +123,7 @@ export class SpawnerProcess implements RootSpawner {
       this.fail(id, new ProviderUnavailableError('local', why, cause ? { cause } : undefined));
       return;
     }
-    this.starting.delete(id);
-    this.running.delete(id);
-    for (const socket of starting.sockets) socket?.destroy();
+    this.drop(id);
     this.send({ ...starting, retried: true, spawner: this.spawner(), sockets: [], pid: undefined, exited: undefined });
   }
 
@@ -217,14 +215,21 @@ export class SpawnerProcess implements RootSpawner {
   }
 
   private fail(id: number, error: Error): void {
-    const starting = this.starting.get(id);
+    const starting = this.drop(id);
     if (!starting) return;
+    this.refresh();
+    starting.reject(error);
+  }
+
+  /** Takes a start off the books, and ends any root it had started. */
+  private drop(id: number): Starting | undefined {
+    const starting = this.starting.get(id);
+    if (!starting) return undefined;
     this.starting.delete(id);
     this.running.delete(id);
     // The spawner closed its copies as it sent them: destroying ours ends the root (lifeline EOF).
     for (const socket of starting.sockets) socket?.destroy();
-    this.refresh();
-    starting.reject(error);
+    return starting;
   }
 
   /**
