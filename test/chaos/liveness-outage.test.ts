@@ -102,7 +102,7 @@ describe('liveness across hosts whose clocks disagree', () => {
     t = await startTestStack(redis.url, [lane], { parts: { api: true, supervisor: false, worker: false }, sandboxDir });
     conn.redis = createRedis(redis.url);
     const lanes = parseLanesConfig({ lanes: [lane] }).lanes;
-    const registry = createProviderRegistry({ sandboxDir, env: {} });
+    const registry = await createProviderRegistry({ sandboxDir, env: {}, lanes });
     supervisor = createSupervisorApp({
       redis: conn.redis,
       lanes,

@@ -71,9 +71,9 @@ describe('lanes api / lanes worker with a Modal lane and no Modal credentials', 
 /**
  * Each container loads only its own part: a worker pod, the one KEDA adds for a backlog, starts
  * without loading the API's server (Fastify, Bull Board) or the supervisor (bench/worker-boot.ts);
- * a remote command (status, cards, tail, …) loads none of the stack. Observed through a resolve hook
- * preloaded into the process (module.registerHooks: Node 22.15+), naming the parts and the two
- * libraries (queues, sandboxes with the Modal SDK) that weigh most.
+ * a remote command (status, cards, tail, …) loads none of the stack. Observed through a load hook
+ * preloaded into the process (module.registerHooks: Node 22.15+), naming the parts, the two
+ * libraries (queues, sandboxes) that weigh most, and the Modal SDK, which only a Modal lane loads.
  */
 describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 'function')('which parts a lanes container loads', () => {
   let redis: TestRedis;
@@ -91,11 +91,11 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
       preload,
       [
         "import { registerHooks } from 'node:module';",
-        'registerHooks({ resolve(specifier, context, next) {',
-        '  const resolved = next(specifier, context);',
-        "  const part = /\\/(apps\\/(?:api|worker|supervisor)|libs\\/(?:queue|sandbox))\\/src\\//.exec(resolved.url ?? '');",
-        '  if (part) process.stderr.write(`PART-LOADED ${part[1]}\\n`);',
-        '  return resolved;',
+        // Loaded, not only resolved: the CLI resolves `modal` to check which package it is (modal-package.ts).
+        'registerHooks({ load(url, context, next) {',
+        '  const part = /\\/(apps\\/(?:api|worker|supervisor)|libs\\/(?:queue|sandbox))\\/src\\/|\\/node_modules\\/(modal)\\//.exec(url);',
+        '  if (part) process.stderr.write(`PART-LOADED ${part[1] ?? part[2]}\\n`);',
+        '  return next(url, context);',
         '} });',
       ].join('\n'),
     );
@@ -127,7 +127,7 @@ describe.runIf(typeof (Module as { registerHooks?: unknown }).registerHooks === 
 
   const loadedParts = (stderr: string) => [...new Set(stderr.match(/^PART-LOADED \S+$/gm) ?? [])].map((line) => line.split(' ')[1]!).sort();
 
-  it('lanes worker loads the worker, not the API or the supervisor', async () => {
+  it('lanes worker loads the worker, not the API, the supervisor or, for local lanes, the Modal SDK', async () => {
     const port = await freePort();
     expect(await partsLoadedBy('worker', { LANES_HEALTH_PORT: String(port) }, port, '/readyz')).toEqual(['apps/worker', 'libs/queue', 'libs/sandbox']);
   });

@@ -55,7 +55,7 @@ describe('leak guard', () => {
   it("lists a worker's real sandbox and its command as the run's, and leaves a sandbox from outside the run alone", async () => {
     const lane = parseLanesConfig({ lanes: [{ name: 'guard', slots: 1, agent: ['true'] }] }).lanes[0]!;
     // The path workers take: the provider registry, whose sandbox env drops control-plane variables.
-    const inRun = await createProviderRegistry({ sandboxDir: join(dir, 'in'), env: process.env })
+    const inRun = await (await createProviderRegistry({ sandboxDir: join(dir, 'in'), env: process.env, lanes: [lane] }))
       .forLane(lane)
       .create({ image: 'local', tags: { lane: 'guard', slot: '0', worker: 'w-in' } });
     sandboxes.push(inRun);

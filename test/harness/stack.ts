@@ -34,7 +34,7 @@ export async function startTestStack(
   // suite asks for separate-uid). `auto` would pick separate-uid on a root machine whose agent files
   // others can read, and not in a clone under a private directory: the same test must not change mode.
   const config = parseLanesConfig({ lanes: lanes.map((l) => (l.provider === 'modal' ? l : { isolation: detectIsolation(), ...l })) });
-  const registry = createProviderRegistry({ sandboxDir, env: process.env, log });
+  const registry = await createProviderRegistry({ sandboxDir, env: process.env, log, lanes: config.lanes });
   const wrapped = new Map<string, SandboxProvider>();
   const providerFor = (lane: LaneConfig) => {
     let p = wrapped.get(lane.name);

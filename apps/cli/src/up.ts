@@ -38,7 +38,8 @@ export async function up(options: UpOptions, env: NodeJS.ProcessEnv, log: Logger
   const redis = await resolveRedis(settings.redis, redisDataDir(STATE_DIR));
   // Only the API reads tokens; a process without it does not load it (stack.ts).
   const tokens = parts.api ? (await import('@lanes/api')).parseTokens(settings.LANES_API_TOKENS) : [];
-  const providers = createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log });
+  // An API-only process builds no provider (it reads lanes' isolation only), so it loads no SDK.
+  const providers = await createProviderRegistry({ sandboxDir: settings.LANES_SANDBOX_DIR ?? join(STATE_DIR, 'sandboxes'), env, log, lanes: usesProviders ? config.lanes : [] });
   const port = options.port ?? settings.LANES_PORT;
   const scopedTokens = config.tokens ?? [];
   // Open (no tokens) means local only: never listen beyond loopback without auth (the API refuses to).

@@ -1,12 +1,11 @@
 import type { Logger } from 'pino';
-import type { LaneConfig } from '@lanes/contracts';
+import { ProviderInvalidError, type LaneConfig } from '@lanes/contracts';
 import { detectIsolation, type IsolationMode } from './local/isolation.js';
 import { firstUnreadablePath, resolveLaneIsolation, type IsolationCapabilities, type LaneIsolation } from './local/lane-isolation.js';
 import { probeSeparateUid } from './local/separate-uid.js';
 import { agentBaseEnv } from './agent-env.js';
 import { createFaultyProvider } from './faulty-provider.js';
 import { createLocalProvider } from './local/local-provider.js';
-import { createModalProvider } from './modal/modal-provider.js';
 import type { SandboxProvider } from './provider.js';
 
 export interface ProviderRegistryOptions {
@@ -14,6 +13,8 @@ export interface ProviderRegistryOptions {
   sandboxDir: string;
   env: NodeJS.ProcessEnv;
   log?: Logger;
+  /** The lanes it builds providers for: the Modal SDK is loaded only when one of them runs on Modal. */
+  lanes: readonly LaneConfig[];
 }
 
 export interface ProviderRegistry {
@@ -25,8 +26,16 @@ export interface ProviderRegistry {
   isolation(lane: LaneConfig): LaneIsolation;
 }
 
-/** Builds providers on first use, so a process with only local lanes never needs Modal credentials. */
-export function createProviderRegistry(options: ProviderRegistryOptions): ProviderRegistry {
+type ModalProviderFactory = (options: { env: NodeJS.ProcessEnv }) => SandboxProvider;
+
+/**
+ * Builds providers on first use, so a process with only local lanes never needs Modal credentials,
+ * nor loads the Modal SDK: a tenth of a second of every local worker's start (bench/worker-boot.ts).
+ */
+export async function createProviderRegistry(options: ProviderRegistryOptions): Promise<ProviderRegistry> {
+  const createModal: ModalProviderFactory | undefined = options.lanes.some((l) => l.provider === 'modal')
+    ? (await import('./modal/modal-provider.js')).createModalProvider
+    : undefined;
   const onCleanupError = (label: string, err: unknown) => options.log?.warn({ err, op: label }, `${label} failed`);
   const local = new Map<IsolationMode, SandboxProvider>();
   const isolations = new Map<string, LaneIsolation>();
@@ -54,7 +63,8 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
         return made;
       }
       case 'modal':
-        return (modal ??= createModalProvider({ env: options.env }));
+        if (!createModal) throw new ProviderInvalidError('modal', `lane ${lane.name} is not one of the lanes this provider registry was made for`);
+        return (modal ??= createModal({ env: options.env }));
     }
   };
   return {

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseLanesConfig } from '@lanes/contracts';
+import { ProviderInvalidError, parseLanesConfig } from '@lanes/contracts';
 import { LocalSandboxProvider, createProviderRegistry, detectIsolation, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { FaultyProvider } from '@lanes/sandbox/testing';
 import { agentBaseEnv } from '../src/agent-env.js';
@@ -60,14 +60,27 @@ describe('provider registry', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('shares one local provider across lanes, wraps faulty lanes, and reaps through the unwrapped one', () => {
-    const registry = createProviderRegistry({ sandboxDir: dir, env: process.env });
+  it('shares one local provider across lanes, wraps faulty lanes, and reaps through the unwrapped one', async () => {
+    const registry = await createProviderRegistry({ sandboxDir: dir, env: process.env, lanes });
     provider = registry.forLane(lanes[0]!);
     expect(registry.forLane(lanes[1]!)).toBe(provider);
     const faulty = registry.forLane(lanes[2]!);
     expect(faulty).toBeInstanceOf(FaultyProvider);
     expect(registry.forLane(lanes[2]!)).toBe(faulty);
     expect(registry.all(lanes)).toEqual([provider]);
+  });
+
+  it('builds the Modal provider for a Modal lane it was made for, and refuses one it was not', async () => {
+    const remote = parseLanesConfig({ lanes: [{ name: 'remote', provider: 'modal', agent: ['true'] }] }).lanes;
+    const env = { MODAL_TOKEN_ID: 'ak-registry', MODAL_TOKEN_SECRET: 'as-registry' };
+    const withModal = await createProviderRegistry({ sandboxDir: dir, env, lanes: remote });
+    const modal = withModal.forLane(remote[0]!);
+    expect(modal.name).toBe('modal');
+    expect(withModal.all(remote)).toEqual([modal]);
+    await modal.close();
+    const localOnly = await createProviderRegistry({ sandboxDir: dir, env, lanes });
+    expect(() => localOnly.forLane(remote[0]!)).toThrow(ProviderInvalidError);
+    expect(() => localOnly.forLane(remote[0]!)).toThrow('lane remote is not one of the lanes');
   });
 
   it('starts agents without the control plane credentials', async () => {
