@@ -26,16 +26,12 @@ export interface ProviderRegistry {
   isolation(lane: LaneConfig): LaneIsolation;
 }
 
-type ModalProviderFactory = (options: { env: NodeJS.ProcessEnv }) => SandboxProvider;
-
 /**
  * Builds providers on first use, so a process with only local lanes never needs Modal credentials,
  * nor loads the Modal SDK: a tenth of a second of every local worker's start (bench/worker-boot.ts).
  */
 export async function createProviderRegistry(options: ProviderRegistryOptions): Promise<ProviderRegistry> {
-  const createModal: ModalProviderFactory | undefined = options.lanes.some((l) => l.provider === 'modal')
-    ? (await import('./modal/modal-provider.js')).createModalProvider
-    : undefined;
+  const createModal = options.lanes.some((l) => l.provider === 'modal') ? (await import('./modal/modal-provider.js')).createModalProvider : undefined;
   const onCleanupError = (label: string, err: unknown) => options.log?.warn({ err, op: label }, `${label} failed`);
   const local = new Map<IsolationMode, SandboxProvider>();
   const isolations = new Map<string, LaneIsolation>();
