@@ -17,8 +17,35 @@ class ClosableRedis extends Redis {
   // BullMQ duplicates the connection it is given for its blocking reads: the copy closes alike
   // (and, on Sentinel, finds the primary alike: `options` holds the sentinels and the group).
   override duplicate(override?: Partial<RedisOptions>): Redis {
-    return endsWhole(new ClosableRedis({ ...this.options, ...override }));
+    return endsWhole(settlesStashOnEnd(new ClosableRedis({ ...this.options, ...override })));
   }
+}
+
+/** The message ioredis rejects a closed connection's commands with, which BullMQ reads as a connection error. */
+const CONNECTION_CLOSED = 'Connection is closed.';
+
+interface ReconnectStash {
+  prevCommandQueue?: { shift(): { command: { reject(err: Error): void } } | undefined } | null;
+}
+
+/**
+ * ioredis 5 keeps the commands in flight when a ready socket drops (`prevCommandQueue`) to send
+ * them again once a new socket is ready. A reconnect that connects but never becomes ready (Redis
+ * back, the ready check unanswered) starts a new command queue, and a connection ended from there
+ * ends without them: they never settle, and whatever awaits them (a stop awaiting the callback
+ * dispatcher's read) waits for good, Redis back or not. They fail as the rest of the connection's
+ * commands do when it ends (redis/ioredis#2197 describes the same hole).
+ */
+function settlesStashOnEnd<T extends Redis>(conn: T): T {
+  if (!settlesReconnectStash()) return conn;
+  conn.on('end', () => {
+    const internals = conn as unknown as ReconnectStash;
+    const stash = internals.prevCommandQueue;
+    if (!stash) return;
+    internals.prevCommandQueue = null;
+    for (let item = stash.shift(); item; item = stash.shift()) item.command.reject(new Error(CONNECTION_CLOSED));
+  });
+  return conn;
 }
 
 /** The ioredis whose SentinelConnector (its private `failoverDetector`) `endsWhole` was read against. */
@@ -26,6 +53,17 @@ export const SENTINEL_DETECTOR_IOREDIS_VERSION = '5.11.1';
 
 /** The ioredis this process runs (its package.json; ioredis declares no exports map). */
 export const installedIoredisVersion: string = (createRequire(import.meta.url)('ioredis/package.json') as { version: string }).version;
+
+/**
+ * The ioredis whose reconnect stash `settlesStashOnEnd` was read against: the same version as the
+ * Sentinel connector's, one ioredis to check on a bump.
+ */
+export const RECONNECT_STASH_IOREDIS_VERSION = SENTINEL_DETECTOR_IOREDIS_VERSION;
+
+/** Whether an ended connection fails the commands ioredis stashed for a reconnect: only under the ioredis it was read against. */
+export function settlesReconnectStash(ioredisVersion: string = installedIoredisVersion): boolean {
+  return ioredisVersion === RECONNECT_STASH_IOREDIS_VERSION;
+}
 
 /** Whether a closed socket's failover detector is dropped: only under the ioredis it was read against. */
 export function dropsStaleFailoverDetector(ioredisVersion: string = installedIoredisVersion): boolean {
@@ -101,8 +139,8 @@ export function redisTarget(url: string | RedisTarget): RedisTarget {
 export function createRedis(url: string | RedisTarget, options: RedisOptions = {}): Redis {
   const target = redisTarget(url);
   const defaults: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
-  if (target.kind === 'url') return new ClosableRedis(target.url, { ...defaults, ...options });
-  return endsWhole(new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options }));
+  if (target.kind === 'url') return settlesStashOnEnd(new ClosableRedis(target.url, { ...defaults, ...options }));
+  return endsWhole(settlesStashOnEnd(new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options })));
 }
 
 /** A Redis URL of any form with every password replaced, for logs. */

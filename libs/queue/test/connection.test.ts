@@ -2,6 +2,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QUEUE_PREFIX, createRedis } from '@lanes/queue';
+import { RECONNECT_STASH_IOREDIS_VERSION, installedIoredisVersion, settlesReconnectStash } from '../src/connection.js';
 import { startRedis, waitFor, type TestRedis } from '../../../test/harness/index.js';
 
 /** Long enough that a close waiting on it would be seen hanging; a working close takes milliseconds. */
@@ -77,5 +78,42 @@ describe('createRedis: closing while Redis is unreachable', () => {
     await server.start();
     await settlesWithin('Worker.close() once Redis is back', closing, REDIS_BACK_CLOSE_DEADLINE_MS);
     await server.kill(); // as the other test leaves it: afterEach starts it to stop it
+  });
+
+  it('a command in flight when its socket dropped fails when the connection ends after a reconnect that never became ready', async () => {
+    server = await startRedis();
+    // Attempts far enough apart that the server is stopped before the one that reaches it.
+    const redis = createRedis(server.url, { retryStrategy: () => 300, disconnectTimeout: 100 });
+    opened.push(redis);
+    redis.on('error', () => undefined);
+    const id = await redis.client('ID');
+    const inFlight = redis.blpop('lanes-test-never-pushed', 0);
+    const admin = createRedis(server.url);
+    opened.push(admin);
+    // Redis drops the socket with the BLPOP on it; ioredis keeps the BLPOP to send again once ready.
+    await admin.client('KILL', 'ID', String(id));
+    // The next attempt connects (the kernel accepts for a stopped server) and never becomes ready.
+    const pid = server.pid!;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor('the connection to reach the stopped server', () => redis.status === 'connect', { timeoutMs: CLOSE_DEADLINE_MS });
+      redis.disconnect();
+      // ioredis 5.11.1 reset its command queue at that connect and ends without the BLPOP: a stop
+      // awaiting it (the callback dispatcher's read) hung for good, even once Redis was back.
+      await expect(settlesWithin('the command in flight', inFlight, CLOSE_DEADLINE_MS)).rejects.toThrow('Connection is closed');
+      expect(redis.status).toBe('end');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await server.kill(); // as the other tests leave it: afterEach starts it to stop it
+    }
+  });
+
+  it('fails the stashed commands only under the ioredis whose reconnect stash it was read against', () => {
+    // A new ioredis: re-read how it stashes and resends a dropped socket's commands
+    // (event_handler.js: closeHandler, connectHandler, readyHandler) and run the test above before
+    // moving the version in connection.ts.
+    expect(installedIoredisVersion).toBe(RECONNECT_STASH_IOREDIS_VERSION);
+    expect(settlesReconnectStash()).toBe(true);
+    expect(settlesReconnectStash('5.12.0')).toBe(false);
   });
 });
