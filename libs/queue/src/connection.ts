@@ -17,8 +17,13 @@ class ClosableRedis extends Redis {
   // BullMQ duplicates the connection it is given for its blocking reads: the copy closes alike
   // (and, on Sentinel, finds the primary alike: `options` holds the sentinels and the group).
   override duplicate(override?: Partial<RedisOptions>): Redis {
-    return endsWhole(settlesStashOnEnd(new ClosableRedis({ ...this.options, ...override })));
+    return closable(new ClosableRedis({ ...this.options, ...override }));
   }
+}
+
+/** Every connection lanes makes, and every copy BullMQ makes of one, with the holes below closed. */
+function closable(conn: ClosableRedis): Redis {
+  return endsWhole(settlesStashOnEnd(conn));
 }
 
 /** The message ioredis rejects a closed connection's commands with, which BullMQ reads as a connection error. */
@@ -139,8 +144,8 @@ export function redisTarget(url: string | RedisTarget): RedisTarget {
 export function createRedis(url: string | RedisTarget, options: RedisOptions = {}): Redis {
   const target = redisTarget(url);
   const defaults: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
-  if (target.kind === 'url') return settlesStashOnEnd(new ClosableRedis(target.url, { ...defaults, ...options }));
-  return endsWhole(settlesStashOnEnd(new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options })));
+  if (target.kind === 'url') return closable(new ClosableRedis(target.url, { ...defaults, ...options }));
+  return closable(new ClosableRedis({ ...sentinelOptions(target), ...defaults, ...options }));
 }
 
 /** A Redis URL of any form with every password replaced, for logs. */
