@@ -5,8 +5,10 @@
  * read from /proc/<pid>/task/<tid>/schedstat (nanoseconds, where /proc's stat counts 10 ms ticks).
  * Prints the medians; with `--warm` each stack first runs 2N quick cards on a second lane and lets
  * their sandboxes go, so the burst meets code that has already run once (what first use costs).
+ * `--threads` splits the stack's CPU by thread name (main thread, V8's helpers, libuv's pool; Node 22
+ * and later name them, Node 20 calls every thread `node`).
  *
- *   npx tsx --conditions=@lanes/source bench/probes/burst-cpu.ts [--rounds R] [--max-slots N] [--cards C] [--warm]
+ *   npx tsx --conditions=@lanes/source bench/probes/burst-cpu.ts [--rounds R] [--max-slots N] [--cards C] [--warm] [--threads]
  */
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
@@ -15,7 +17,7 @@ import { startRedis } from '../../test/harness/index.js';
 import { burstLaneRound, defaultWarmCards } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 import { median } from '../support/stats.js';
-import { threadCpuMs } from '../support/thread-cpu.js';
+import { threadCpuByName, threadCpuMs } from '../support/thread-cpu.js';
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     'max-slots': { type: 'string', default: '8' },
     cards: { type: 'string', default: '200' },
     warm: { type: 'boolean', default: false },
+    threads: { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -34,9 +37,12 @@ const stamps = makeStampAgent('lanes-probe-burst-cpu-', 3_000);
 
 const http = new Agent({ keepAlive: true });
 const rounds: Array<{ lastAgentMs: number; postMs: number; stackCpuMs: number; redisCpuMs: number }> = [];
+/** The stack's CPU per thread name, one entry per round (with `--threads`). */
+const byThread = new Map<string, number[]>();
 try {
   for (let r = 0; r < ROUNDS; r++) {
     let before = { at: 0, stack: 0, redis: 0 };
+    let threadsBefore = new Map<string, number>();
     let postMs = 0;
     let after = { stack: 0, redis: 0 };
     const lastAgentMs = await burstLaneRound({
@@ -48,9 +54,14 @@ try {
       cards: CARDS,
       warmCards: values.warm ? defaultWarmCards(N) : 0,
       onMeasure: (phase, stackPid) => {
-        if (phase === 'before') before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
-        else if (phase === 'posted') postMs = performance.now() - before.at;
-        else after = { stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
+        if (phase === 'before') {
+          if (values.threads) threadsBefore = threadCpuByName(stackPid);
+          before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
+        } else if (phase === 'posted') postMs = performance.now() - before.at;
+        else {
+          after = { stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
+          if (values.threads) for (const [name, ms] of threadCpuByName(stackPid)) byThread.set(name, [...(byThread.get(name) ?? []), ms - (threadsBefore.get(name) ?? 0)]);
+        }
       },
     });
     rounds.push({ lastAgentMs, postMs, stackCpuMs: after.stack - before.stack, redisCpuMs: after.redis - before.redis });
@@ -65,6 +76,8 @@ try {
       .map((l) => l.toFixed(2))
       .join(' ')}): medians: last agent ${m('lastAgentMs')} ms, POST ${m('postMs')} ms, stack CPU ${m('stackCpuMs')} ms, redis CPU ${m('redisCpuMs')} ms`,
   );
+  const threads = [...byThread].filter(([, ms]) => median(ms) >= 0.05).sort((x, y) => median(y[1]) - median(x[1]));
+  if (values.threads) for (const [name, ms] of threads) console.log(`  stack CPU on ${name}: median ${median(ms).toFixed(1)} ms (${ms.map((v) => v.toFixed(1)).join(', ')})`);
 } finally {
   http.destroy();
   await redis.stop();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { median, percentile } from '../../bench/support/stats.js';
-import { threadCpuMs } from '../../bench/support/thread-cpu.js';
+import { threadCpuByName, threadCpuMs } from '../../bench/support/thread-cpu.js';
 
 describe('bench: order statistics', () => {
   it.each([
@@ -47,5 +47,18 @@ describe('bench: CPU of a process from its threads', () => {
 
   it('throws for a process that is not there', () => {
     expect(() => threadCpuMs(2 ** 22 + 1)).toThrow(/ENOENT/);
+  });
+
+  it('puts what the main thread spins under its own name, apart from the helper threads', () => {
+    const main = (byName: Map<string, number>) => {
+      const names = [...byName.keys()].filter((n) => n === 'node' || n === 'node-MainThread' || n === 'MainThread');
+      expect(names).toHaveLength(1);
+      return byName.get(names[0]!)!;
+    };
+    const before = main(threadCpuByName(process.pid));
+    const start = process.cpuUsage();
+    let spun = process.cpuUsage(start);
+    while (spun.user + spun.system < 50_000) spun = process.cpuUsage(start);
+    expect(main(threadCpuByName(process.pid)) - before).toBeGreaterThanOrEqual(((spun.user + spun.system) / 1000) * 0.8);
   });
 });
