@@ -17,7 +17,7 @@ import { startRedis } from '../../test/harness/index.js';
 import { burstLaneRound, defaultWarmCards } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 import { median } from '../support/stats.js';
-import { threadCpuByName, threadCpuMs } from '../support/thread-cpu.js';
+import { threadCpuByName, threadCpuMs, totalCpuMs } from '../support/thread-cpu.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +37,7 @@ const stamps = makeStampAgent('lanes-probe-burst-cpu-', 3_000);
 
 const http = new Agent({ keepAlive: true });
 const rounds: Array<{ lastAgentMs: number; postMs: number; stackCpuMs: number; redisCpuMs: number }> = [];
-/** The stack's CPU per thread name, one entry per round (with `--threads`). */
+/** The stack's CPU per thread name, one entry per round (printed with `--threads`). */
 const byThread = new Map<string, number[]>();
 try {
   for (let r = 0; r < ROUNDS; r++) {
@@ -55,12 +55,13 @@ try {
       warmCards: values.warm ? defaultWarmCards(N) : 0,
       onMeasure: (phase, stackPid) => {
         if (phase === 'before') {
-          if (values.threads) threadsBefore = threadCpuByName(stackPid);
-          before = { at: performance.now(), stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
+          threadsBefore = threadCpuByName(stackPid);
+          before = { at: performance.now(), stack: totalCpuMs(threadsBefore), redis: threadCpuMs(redis.pid!) };
         } else if (phase === 'posted') postMs = performance.now() - before.at;
         else {
-          after = { stack: threadCpuMs(stackPid), redis: threadCpuMs(redis.pid!) };
-          if (values.threads) for (const [name, ms] of threadCpuByName(stackPid)) byThread.set(name, [...(byThread.get(name) ?? []), ms - (threadsBefore.get(name) ?? 0)]);
+          const threads = threadCpuByName(stackPid);
+          after = { stack: totalCpuMs(threads), redis: threadCpuMs(redis.pid!) };
+          for (const [name, ms] of threads) byThread.set(name, [...(byThread.get(name) ?? []), ms - (threadsBefore.get(name) ?? 0)]);
         }
       },
     });

@@ -8,8 +8,13 @@ const NS_PER_MS = 1e6;
 
 /** CPU time every thread of `pid` has run so far (schedstat's first field), in ms. */
 export function threadCpuMs(pid: number): number {
+  return totalCpuMs(threadCpuByName(pid));
+}
+
+/** The CPU of every thread in a `threadCpuByName` reading, in ms. */
+export function totalCpuMs(byName: ReadonlyMap<string, number>): number {
   let ms = 0;
-  for (const v of threadCpuByName(pid).values()) ms += v;
+  for (const v of byName.values()) ms += v;
   return ms;
 }
 
