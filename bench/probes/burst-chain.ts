@@ -7,6 +7,7 @@ import { InitChannel } from '../../libs/sandbox/src/local/init-channel.js';
 import { LocalSandboxProvider } from '../../libs/sandbox/src/local/local-provider.js';
 import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
 import { traceRedisCommands } from '../support/redis-trace.js';
+import { settleAtZero } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 
 const { values } = parseArgs({
@@ -72,15 +73,7 @@ try {
       heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
     });
     try {
-      await waitFor(
-        `${lane} at zero live sandboxes`,
-        async () => {
-          const body = JSON.parse((await t.api.request('GET', `/v1/lanes/${lane}`)).text) as { slots: Array<{ sandbox?: { state: string } }> };
-          return body.slots.every((s) => s.sandbox?.state !== 'live') || undefined;
-        },
-        { intervalMs: 50, timeoutMs: 60_000 },
-      );
-      await new Promise((resolve) => setTimeout(resolve, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
+      await settleAtZero(t.api);
       const offset = stamps.offset();
       const log: Step[] = [];
       steps = log;

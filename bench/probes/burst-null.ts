@@ -14,7 +14,8 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import type { SandboxHandle, SandboxProvider } from '@lanes/sandbox';
-import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
+import { startRedis, startTestStack } from '../../test/harness/index.js';
+import { settleAtZero } from '../support/burst-lane.js';
 import { createNullProvider } from '../support/null-provider.js';
 import { median } from '../support/stats.js';
 import { threadCpuMs } from '../support/thread-cpu.js';
@@ -76,12 +77,7 @@ try {
         }),
     });
     try {
-      await waitFor(`${lane} at zero live sandboxes`, async () => (await t.api.lanes()).flatMap((l) => l.slots).every((s) => s.sandbox?.state !== 'live') || undefined, {
-        intervalMs: 50,
-        timeoutMs: 60_000,
-      });
-      // As burst-lane.ts: the boot's slot change older than the scaler's cooldown.
-      await new Promise((resolve) => setTimeout(resolve, defaults.DEFAULT_SLOT_SCALE_COOLDOWN_MS + 500));
+      await settleAtZero(t.api);
       const before = { self: threadCpuMs(process.pid), redis: threadCpuMs(redis.pid!) };
       t0 = performance.now();
       const res = await t.api.request('POST', '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `n${r}-${i}`, lane, title: 'burst' })) });

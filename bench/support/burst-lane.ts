@@ -41,6 +41,20 @@ export async function nthSandboxAt(stamps: StampAgent, offset: number, n: number
   );
 }
 
+/**
+ * Waits until no slot of the stack shows a live sandbox, then until BURST_SETTLE_MS have passed
+ * since `from` (default: the moment it found none), so a burst finds its lane at zero sandboxes and
+ * past the scaler's cooldown.
+ */
+export async function settleAtZero(api: Pick<ReturnType<typeof apiClient>, 'lanes'>, from?: number): Promise<void> {
+  await waitFor('every lane at zero live sandboxes', async () => (await api.lanes()).flatMap((l) => l.slots).every((s) => s.sandbox?.state !== 'live') || undefined, {
+    intervalMs: 50,
+    timeoutMs: 60_000,
+  });
+  const wait = BURST_SETTLE_MS - (performance.now() - (from ?? performance.now()));
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+}
+
 export interface BurstLaneRound {
   redisUrl: string;
   stamps: StampAgent;
@@ -80,15 +94,9 @@ export async function burstLaneRound(o: BurstLaneRound): Promise<number> {
       if (res.status >= 300) throw new Error(`POST /v1/cards (warm-up): ${res.status} ${res.text}`);
       for (const { id } of warm) await waitFor(`${id} done`, async () => (await api.card(id)).state === 'done' || undefined, { intervalMs: 50, timeoutMs: 60_000 });
     }
-    await waitFor(`${lane} at zero live sandboxes`, async () => (await api.lanes()).flatMap((l) => l.slots).every((s) => s.sandbox?.state !== 'live') || undefined, {
-      intervalMs: 50,
-      timeoutMs: 60_000,
-    });
     // The burst lane's scaler cooldown runs from the boot; after a warm-up the same pause lets the
     // warm lane's sandboxes end and the box go quiet before the POST.
-    const settledFrom = warmCards > 0 ? performance.now() : bootAt;
-    const wait = BURST_SETTLE_MS - (performance.now() - settledFrom);
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    await settleAtZero(api, warmCards > 0 ? undefined : bootAt);
     const offset = o.stamps.offset();
     const cards = Array.from({ length: o.cards }, (_, i) => ({ id: `l${o.round}-${i}`, lane, title: 'burst' }));
     const batches: Array<typeof cards> = [];
