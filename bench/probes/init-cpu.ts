@@ -16,9 +16,9 @@ import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { LocalSandboxProvider } from '../../libs/sandbox/src/local/local-provider.js';
 import { childrenOf } from '../../libs/sandbox/src/proc.js';
-import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
+import { startRedis, startTestStack } from '../../test/harness/index.js';
 import { providerRound, warmProvider } from '../support/burst-provider.js';
-import { settleAtZero } from '../support/burst-lane.js';
+import { nthSandboxAt, settleAtZero } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 import { median } from '../support/stats.js';
 import { threadCpuMs } from '../support/thread-cpu.js';
@@ -77,14 +77,7 @@ async function lanesRound(r: number): Promise<number> {
     const t0 = performance.timeOrigin + performance.now();
     const res = await t.api.request('POST', '/v1/cards', { cards: Array.from({ length: CARDS }, (_, i) => ({ id: `c${r}-${i}`, lane, title: 'burst' })) });
     if (res.status >= 300) throw new Error(`POST /v1/cards: ${res.status} ${res.text}`);
-    const last = await waitFor(
-      `${N} sandboxes running agents`,
-      async () => {
-        const first = stamps.firstBySandbox(offset);
-        return first.size >= N ? Math.max(...[...first.values()].map((s) => s.at)) : undefined;
-      },
-      { intervalMs: 5, timeoutMs: 60_000 },
-    );
+    const last = await nthSandboxAt(stamps, offset, N, `c${r}-`);
     return last - t0;
   } finally {
     readings = undefined;
