@@ -77,8 +77,8 @@ try {
       .map((l) => l.toFixed(2))
       .join(' ')}): medians: last agent ${m('lastAgentMs')} ms, POST ${m('postMs')} ms, stack CPU ${m('stackCpuMs')} ms, redis CPU ${m('redisCpuMs')} ms`,
   );
-  const threads = [...byThread].filter(([, ms]) => median(ms) >= 0.05).sort((x, y) => median(y[1]) - median(x[1]));
-  if (values.threads) for (const [name, ms] of threads) console.log(`  stack CPU on ${name}: median ${median(ms).toFixed(1)} ms (${ms.map((v) => v.toFixed(1)).join(', ')})`);
+  const threads = values.threads ? [...byThread].filter(([, ms]) => median(ms) >= 0.05).sort((x, y) => median(y[1]) - median(x[1])) : [];
+  for (const [name, ms] of threads) console.log(`  stack CPU on ${name}: median ${median(ms).toFixed(1)} ms (${ms.map((v) => v.toFixed(1)).join(', ')})`);
 } finally {
   http.destroy();
   await redis.stop();
