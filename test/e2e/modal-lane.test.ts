@@ -1,3 +1,5 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
@@ -15,6 +17,10 @@ import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } f
  * SDK (modal@0.11.1) over the local Modal server (real processes; no per-process kill; terminate → 137).
  */
 const SUSPECT_AGENT = 'sleep 1; kill -KILL $$';
+/** A slot's own canary: `echo <nonce>` through the command wrapper (the worker's nonces are `lanes-canary-<uuid>`). */
+const isSlotCanary = (argv: readonly string[]) => argv.some((a) => a.startsWith('lanes-canary-'));
+/** The connect canary ModalProvider.create runs: `sh -c CANARY lanes-canary <workdir> <nonce>`. */
+const isConnectCanary = (argv: readonly string[]) => argv.includes('lanes-canary');
 
 /** The server's Modal-like default, and the other form of each router behaviour (docs/modal.md). */
 const MODES: ReadonlyArray<[string, ModalServerOptions]> = [
@@ -26,6 +32,8 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
   let redis: TestRedis;
   let server: LocalModalServer;
   let t: TestStack;
+  /** files[].from for the lane that syncs files into its sandboxes. */
+  let filesBase: string;
 
   /** The stack's log lines (an in-memory sink), to read what the worker said it did. */
   const logLines: Array<Record<string, unknown>> = [];
@@ -46,6 +54,9 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
   beforeAll(async () => {
     redis = await startRedis();
     server = await startModalServer(serverOptions);
+    filesBase = mkdtempSync(join(tmpdir(), 'lanes-modal-files-'));
+    mkdirSync(join(filesBase, 'skills'));
+    writeFileSync(join(filesBase, 'skills', 'hello.txt'), 'hello');
     t = await startTestStack(
       redis.url,
       [
@@ -61,8 +72,10 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
           breaker: { failureThreshold: 1, openMs: 1_000 },
           respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
         },
+        { name: 'modal-files', slots: 1, agent: [process.execPath, DEMO_AGENT], killGraceMs: 200, files: [{ from: 'skills', to: 'skills' }] },
       ],
       {
+        filesBaseDir: filesBase,
         wrap: () => new ModalProvider(server.client(), { appName: 'lanes-e2e', workdir: join(server.rootDir, 'work'), livenessPollIntervalMs: 50, ownsClient: true }),
         log: pino({ level: 'info' }, sink),
       },
@@ -72,6 +85,7 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     await t?.stop();
     await server?.close();
     await redis?.stop();
+    if (filesBase) rmSync(filesBase, { recursive: true, force: true });
   });
 
   it('runs a card to done in a Modal sandbox', async () => {
@@ -81,6 +95,29 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     expect(server.runningSandboxIds()).toContain(done.sandboxId);
     const slot = (await t.api.lanes())[0]!.slots[0]!;
     expect(slot.sandbox).toMatchObject({ id: done.sandboxId, state: 'live', provider: 'modal' });
+  });
+
+  it("a new Modal sandbox passes one canary before its first card, its create's; after a file sync the slot runs its own", async () => {
+    /** What ran in a sandbox before the first card's agent, in the order it started. */
+    const beforeAgent = (sandboxId: string) => {
+      const execs = server.sandbox(sandboxId)!.execs;
+      const agentAt = execs.findIndex((e) => e.argv.includes(DEMO_AGENT));
+      expect(agentAt).toBeGreaterThan(0);
+      return execs.slice(0, agentAt).map((e) => e.argv);
+    };
+    await t.api.request('POST', '/v1/cards', { id: 'c-1', lane: 'modal-lane', title: 'one canary' });
+    const plain = await t.api.waitCard('c-1', 'done', (c) => c.state === 'done');
+    expect(beforeAgent(plain.sandboxId!).filter(isConnectCanary)).toHaveLength(1);
+    expect(beforeAgent(plain.sandboxId!).filter(isSlotCanary)).toHaveLength(0);
+
+    await t.api.request('POST', '/v1/cards', { id: 'c-2', lane: 'modal-files', title: 'synced first' });
+    const synced = await t.api.waitCard('c-2', 'done', (c) => c.state === 'done');
+    const ran = beforeAgent(synced.sandboxId!);
+    expect(ran.filter(isConnectCanary)).toHaveLength(1);
+    // The slot's canary comes after the sync's unpack: it proves the sandbox the cards will get.
+    expect(ran.filter(isSlotCanary)).toHaveLength(1);
+    expect(ran.findIndex(isSlotCanary)).toBeGreaterThan(ran.findLastIndex((argv) => argv.includes('lanes-sync')));
+    expect(ran.some((argv) => argv.includes('lanes-sync'))).toBe(true);
   });
 
   it('cancelling a running sleep 600: the card ends cancelled with the command killed, and the same Modal sandbox runs the next card', async () => {

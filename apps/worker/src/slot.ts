@@ -343,7 +343,7 @@ export class Slot {
     return { kind: 'misconfigured', reason };
   }
 
-  /** File sync and the canary; returns why it failed (a config error as such), or undefined. */
+  /** File sync and the canary (unless the create ran one and nothing changed since); returns why it failed (a config error as such), or undefined. */
   private async prepare(handle: SandboxHandle): Promise<string | ProviderInvalidError | ConfigError | undefined> {
     const { lane, filesBaseDir, newNonce } = this.deps;
     try {
@@ -362,6 +362,8 @@ export class Slot {
       if (isConfigError(err)) return err;
       return `file sync failed: ${String(err)}`;
     }
+    // One canary per new sandbox: on Modal a second would cost every create one more exec round trip.
+    if (lane.files.length === 0 && handle.passedCanaryAtCreate) return undefined;
     const reading = await runCanary(handle, { newNonce, canaryTimeoutMs: lane.canaryTimeoutMs });
     return reading.finding.kind === 'polled' && reading.finding.canary === 'answered' ? undefined : `canary: ${reading.reason}`;
   }

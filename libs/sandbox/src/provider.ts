@@ -49,6 +49,12 @@ export interface SandboxHandle {
   /** A directory inside the sandbox that belongs to lanes (cards, outputs). */
   readonly workdir: string;
   /**
+   * Set when create() itself ran a nonce canary in this sandbox and the nonce came back (the Modal
+   * provider's connect canary). A new sandbox passes a canary before it is live; this one already
+   * has, so a slot runs a second only when something changed the sandbox since (a file sync).
+   */
+  readonly passedCanaryAtCreate?: boolean;
+  /**
    * Runs argv (no shell) in its own process group. Commands in one sandbox run one at a time.
    * Throws SandboxGoneError when the sandbox is dead, ProviderUnavailableError on transport failure.
    */

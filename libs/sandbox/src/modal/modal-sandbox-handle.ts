@@ -34,6 +34,8 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly id: string;
   readonly provider = MODAL_PROVIDER_NAME;
   readonly workdir: string;
+  /** Made only by ModalProvider.create, once its connect canary echoed the nonce. */
+  readonly passedCanaryAtCreate = true;
   readonly #sandbox: ModalSandboxLike;
   readonly #deps: ModalHandleDeps;
   readonly #queue: ExecQueue;
