@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { EventLog } from '@lanes/queue';
 import { ModalProvider } from '@lanes/sandbox/modal';
-import { startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
+import { SDK_FS_TOOLS_PATH, startModalServer, type LocalModalServer, type ModalServerOptions } from '@lanes/sandbox/testing/modal-server';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 /**
@@ -120,6 +120,21 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     expect(ran.some((argv) => argv.includes('lanes-sync'))).toBe(true);
   });
 
+  it("a card's reset and its card file go out together: the write does not wait for the reset's command", async () => {
+    await waitFor('the lane to have a live sandbox', async () => (await laneNamed('modal-lane')).slots[0]?.sandbox?.state === 'live');
+    const sandboxId = (await laneNamed('modal-lane')).slots[0]!.sandbox!.id;
+    const since = Date.now();
+    // The reset's start is refused a few times, which the SDK retries with a backoff: the reset starts late.
+    server.faults.fail('TaskExecStart', { code: Status.UNAVAILABLE, times: 6, sandboxId, argvIncludes: 'lanes-reset' });
+    await t.api.request('POST', '/v1/cards', { id: 'p-1', lane: 'modal-lane', title: 'reset beside write' });
+    const done = await t.api.waitCard('p-1', 'done', (c) => c.state === 'done');
+    expect(done).toMatchObject({ sandboxId, attempts: 1, infraRetries: 0 });
+    const [reset] = execsSince(sandboxId, 'lanes-reset', since);
+    const [write] = execsSince(sandboxId, 'cards/p-1/card.json', since);
+    expect(write!.argv[0]).toBe(SDK_FS_TOOLS_PATH);
+    expect(write!.startedAt).toBeLessThan(reset!.startedAt);
+  });
+
   it('cancelling a running sleep 600: the card ends cancelled with the command killed, and the same Modal sandbox runs the next card', async () => {
     const since = Date.now();
     await t.api.request('POST', '/v1/cards', { id: 'm-2', lane: 'modal-lane', title: 'long', metadata: { sleepMs: 600_000 } });
@@ -219,9 +234,10 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     const sandboxId = await liveBreakerSandbox();
     const createsBefore = server.faults.calls('SandboxCreateV2');
     const since = Date.now();
-    // The router refuses the card's first execs (a status the SDK does not retry): the card's run
-    // and its probe canary both fail in transport, and one failure opens the breaker.
-    server.faults.fail('TaskExecStart', { code: Status.ABORTED, times: 2, sandboxId });
+    // The router refuses the card's first commands (a status the SDK does not retry): its reset and
+    // its probe canary both fail in transport, and one failure opens the breaker. The card file's
+    // write beside the reset (the SDK's own helper, not a wrapped command) is let through.
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, times: 2, sandboxId, argvIncludes: 'lanes-exec' });
     await t.api.request('POST', '/v1/cards', { id: 'b-1', lane: 'modal-breaker', title: 'outage' });
     // Read from the history: blocked lasts only until the half-open (1 s), which a loaded box can miss.
     const done = await t.api.waitCard('b-1', 'done', (c) => c.state === 'done', 30_000);

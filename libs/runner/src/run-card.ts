@@ -84,23 +84,39 @@ async function runSteps(deps: RunDeps, input: RunInput, prepared?: Promise<RunOu
 async function prepare(deps: RunDeps, paths: CardPaths, { card, lane, previousCardId }: Pick<RunInput, 'card' | 'lane' | 'previousCardId'>): Promise<RunOutcome | undefined> {
   const { handle } = deps;
   const remove = previousCardId !== undefined && previousCardId !== card.id ? [cardPaths(handle.workdir, previousCardId).dir] : [];
+  const write = () => handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
+  // The card file lies beside the directories reset, never in them: where the provider can take
+  // both at once (on Modal each is a command of its own), the card's start waits for one, not two.
+  const written = handle.writeBesideReset ? settle(write()) : undefined;
   // Read like any command: a provider that resets without a process still answers as one.
   const reset = await checkedCall(
     handle,
     () => handle.resetDirs([paths.outputDir, paths.workDir], { timeoutMs: lane.setupTimeoutMs, killGraceMs: lane.killGraceMs, remove }),
     deps,
   );
+  // A failed reset ends the run without waiting for the write beside it: in a sandbox that has
+  // just died the SDK goes on retrying a write for seconds (a write's failure is settled, never thrown).
   const stop = interruption(reset, 'prepare');
   if (stop) return stop;
   if (reset.verdict !== 'ok') return failed(reset, 'prepare');
+  const wrote = await written;
   try {
-    await handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
+    if (wrote === undefined) await write();
+    else if (!wrote.ok) throw wrote.error;
   } catch (err) {
     // The sandbox was fine a moment ago; let the same check decide what a failed write means.
     const check = await checkedExec(handle, ['true'], { timeoutMs: lane.canaryTimeoutMs }, deps);
     return interruption(check, 'prepare') ?? { kind: 'failed', failedReason: 'command-failed', message: `could not write the card file: ${String(err)}`, step: 'prepare' };
   }
   return undefined;
+}
+
+/** A promise's outcome as a value: awaited later, its rejection is never unhandled meanwhile. */
+function settle(p: Promise<void>): Promise<{ ok: true } | { ok: false; error: unknown }> {
+  return p.then(
+    () => ({ ok: true }) as const,
+    (error: unknown) => ({ ok: false, error }) as const,
+  );
 }
 
 /** Verdicts that end the run whatever the step: cancel, death, outage. */

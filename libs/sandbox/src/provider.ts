@@ -55,6 +55,12 @@ export interface SandboxHandle {
    */
   readonly passedCanaryAtCreate?: boolean;
   /**
+   * Set when a writeFile outside the directories a resetDirs names may run while that reset runs
+   * (on Modal each is a command of its own, and neither touches the other's paths). A local reset
+   * may move an earlier card's tree into place, so a write beside it waits.
+   */
+  readonly writeBesideReset?: boolean;
+  /**
    * Runs argv (no shell) in its own process group. Commands in one sandbox run one at a time.
    * Throws SandboxGoneError when the sandbox is dead, ProviderUnavailableError on transport failure.
    */

@@ -36,6 +36,8 @@ export class ModalSandboxHandle implements SandboxHandle {
   readonly workdir: string;
   /** Made only by ModalProvider.create, once its connect canary echoed the nonce. */
   readonly passedCanaryAtCreate = true;
+  /** The reset is a command and the write the SDK's filesystem call: neither waits for the other. */
+  readonly writeBesideReset = true;
   readonly #sandbox: ModalSandboxLike;
   readonly #deps: ModalHandleDeps;
   readonly #queue: ExecQueue;

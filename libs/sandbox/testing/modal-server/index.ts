@@ -15,6 +15,7 @@ import { GENERIC_STATUS } from './sandbox.js';
 import { ModalServerState } from './state.js';
 
 export { ModalFaults, type FailOptions, type RpcTarget } from './faults.js';
+export { SDK_FS_TOOLS_PATH } from './exec-process.js';
 export { PINNED_MODAL_SDK_VERSION } from './definitions.js';
 export { GENERIC_STATUS } from './sandbox.js';
 export { DEFAULT_ROUTER_BEHAVIOUR, type RouterBehaviour } from './command-router.js';
