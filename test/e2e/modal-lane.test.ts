@@ -135,6 +135,24 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
     expect(write!.startedAt).toBeLessThan(reset!.startedAt);
   });
 
+  it('a card file whose write beside the reset failed is written again after the reset: the card runs, no attempt spent', async () => {
+    await waitFor('the lane to have a live sandbox', async () => (await laneNamed('modal-lane')).slots[0]?.sandbox?.state === 'live');
+    const sandboxId = (await laneNamed('modal-lane')).slots[0]!.sandbox!.id;
+    const since = Date.now();
+    // Every write of the card file is refused for 400 ms (a status the SDK does not retry), and the
+    // reset starts more than a second late (refused starts the SDK retries with a backoff).
+    server.faults.fail('TaskExecStart', { code: Status.ABORTED, forMs: 400, sandboxId, argvIncludes: 'cards/p-2/card.json' });
+    server.faults.fail('TaskExecStart', { code: Status.UNAVAILABLE, times: 7, sandboxId, argvIncludes: 'lanes-reset' });
+    await t.api.request('POST', '/v1/cards', { id: 'p-2', lane: 'modal-lane', title: 'write again' });
+    const done = await t.api.waitCard('p-2', 'done', (c) => c.state === 'done');
+    expect(done).toMatchObject({ sandboxId, attempts: 1, infraRetries: 0 });
+    const [reset] = execsSince(sandboxId, 'lanes-reset', since);
+    const writes = execsSince(sandboxId, 'cards/p-2/card.json', since);
+    // The only write that started is the one made after the reset.
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.startedAt).toBeGreaterThanOrEqual(reset!.endedAt!);
+  });
+
   it('cancelling a running sleep 600: the card ends cancelled with the command killed, and the same Modal sandbox runs the next card', async () => {
     const since = Date.now();
     await t.api.request('POST', '/v1/cards', { id: 'm-2', lane: 'modal-lane', title: 'long', metadata: { sleepMs: 600_000 } });

@@ -87,7 +87,13 @@ async function prepare(deps: RunDeps, paths: CardPaths, { card, lane, previousCa
   const write = () => handle.writeFile(paths.cardFile, JSON.stringify(card, null, 2));
   // The card file lies beside the directories reset, never in them: where the provider can take
   // both at once (on Modal each is a command of its own), the card's start waits for one, not two.
-  const written = handle.writeBesideReset ? settle(write()) : undefined;
+  // Its failure is a value (false), never an unhandled rejection, whether or not it is awaited.
+  const written = handle.writeBesideReset
+    ? write().then(
+        () => true,
+        () => false,
+      )
+    : undefined;
   // Read like any command: a provider that resets without a process still answers as one.
   const reset = await checkedCall(
     handle,
@@ -95,28 +101,21 @@ async function prepare(deps: RunDeps, paths: CardPaths, { card, lane, previousCa
     deps,
   );
   // A failed reset ends the run without waiting for the write beside it: in a sandbox that has
-  // just died the SDK goes on retrying a write for seconds (a write's failure is settled, never thrown).
+  // just died the SDK goes on retrying a write for seconds.
   const stop = interruption(reset, 'prepare');
   if (stop) return stop;
   if (reset.verdict !== 'ok') return failed(reset, 'prepare');
+  // A write beside the reset that failed is made again after it, as without the overlap: it may
+  // have met the reset's directories half made (Modal's helper is not ours to read).
   const wrote = await written;
   try {
-    if (wrote === undefined) await write();
-    else if (!wrote.ok) throw wrote.error;
+    if (!wrote) await write();
   } catch (err) {
     // The sandbox was fine a moment ago; let the same check decide what a failed write means.
     const check = await checkedExec(handle, ['true'], { timeoutMs: lane.canaryTimeoutMs }, deps);
     return interruption(check, 'prepare') ?? { kind: 'failed', failedReason: 'command-failed', message: `could not write the card file: ${String(err)}`, step: 'prepare' };
   }
   return undefined;
-}
-
-/** A promise's outcome as a value: awaited later, its rejection is never unhandled meanwhile. */
-function settle(p: Promise<void>): Promise<{ ok: true } | { ok: false; error: unknown }> {
-  return p.then(
-    () => ({ ok: true }) as const,
-    (error: unknown) => ({ ok: false, error }) as const,
-  );
 }
 
 /** Verdicts that end the run whatever the step: cancel, death, outage. */
