@@ -207,8 +207,12 @@ describe.each(MODES)('a lane on the Modal provider (real SDK, local server; %s)'
   });
 
   it('a Modal sandbox terminated mid-card is dead (137), replaced, and the card re-driven to done', async () => {
+    const since = Date.now();
     await t.api.request('POST', '/v1/cards', { id: 'm-4', lane: 'modal-lane', title: 'interrupted', metadata: { sleepMs: 1_500 } });
     const running = await t.api.waitCard('m-4', 'running', (c) => c.state === 'running');
+    // Mid-card means mid-agent: a kill during the card's preparation meets its reset and its card
+    // file's write at once, and the write reads its own failure with a poll of its own.
+    await waitFor('the agent to start', () => execsSince(running.sandboxId!, DEMO_AGENT, since).length === 1);
     const pollsBefore = server.faults.calls('SandboxWaitV2', running.sandboxId!);
     server.killSandbox(running.sandboxId!);
     const done = await t.api.waitCard('m-4', 'done', (c) => c.state === 'done', 30_000);
