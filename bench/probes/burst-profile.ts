@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaults } from '@lanes/contracts';
 import { startRedis, startTestStack, waitFor } from '../../test/harness/index.js';
-import { nthSandboxAt, settleAtZero } from '../support/burst-lane.js';
+import { defaultWarmCards, nthSandboxAt, settleAtZero } from '../support/burst-lane.js';
 import { makeStampAgent } from '../support/stamp-agent.js';
 import { median } from '../support/stats.js';
 import { frameLabel, type Profile } from './cpuprofile.js';
@@ -83,7 +83,7 @@ try {
       },
     );
     try {
-      const warm = Array.from({ length: 2 * N }, (_, i) => ({ id: `w${r}-${i}`, lane: warmLane, title: 'warm' }));
+      const warm = Array.from({ length: defaultWarmCards(N) }, (_, i) => ({ id: `w${r}-${i}`, lane: warmLane, title: 'warm' }));
       await t.api.request('POST', '/v1/cards', { cards: warm });
       for (const { id } of warm) await waitFor(`${id} done`, async () => (await t.api.card(id)).state === 'done' || undefined, { intervalMs: 50, timeoutMs: 60_000 });
       await settleAtZero(t.api);
