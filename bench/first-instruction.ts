@@ -2,7 +2,7 @@
  * Time to the agent's first instruction: `POST /v1/cards` → the first line of the agent's code,
  * beside a bare BullMQ `Queue.add` → `Worker` → `spawn` of the same agent, in one run.
  *
- *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--backlog B] [--rounds R] [--work-ms W] [--stack-process own|shared] [--other DIR] [--lanes-only]
+ *   npx tsx --conditions=@lanes/source bench/first-instruction.ts [--idle N] [--gap-ms G] [--backlog B] [--rounds R] [--work-ms W] [--stack-process own|shared] [--other DIR] [--lanes-only]
  *
  * The agent is a bash script whose first act appends its card id and `$EPOCHREALTIME` (the wall
  * clock in µs, read without a fork) to a file; after it, it sleeps W ms (default 0) as the rest of
@@ -22,7 +22,9 @@
  * 1. Idle: one card at a time, each waited for until its job is completed, N per side (default
  *    1,000), the sides alternating card by card (which goes first alternates too). The p99 of 200
  *    cards is the second slowest: back-to-back runs of the same code read 1.35× and 2.43×. Of
- *    1,000 it is the tenth slowest.
+ *    1,000 it is the tenth slowest. `--gap-ms G` leaves the box quiet G ms before each idle card
+ *    (default 0, back to back), as cards that arrive seconds apart find it: every process on the
+ *    path has gone to sleep, and each hop between processes pays a wake-up.
  * 2. Backlog: R rounds per side, alternating which side goes first; each round enqueues B cards in
  *    one request (`POST {cards:[B]}` / `Queue.addBulk`), so every slot is busy at once and the rest
  *    wait; every card of the round counts, from the moment its request was sent.
@@ -60,6 +62,7 @@ const { values } = parseArgs({
     'stack-process': { type: 'string', default: 'own' },
     other: { type: 'string' },
     'lanes-only': { type: 'boolean', default: false },
+    'gap-ms': { type: 'string', default: '0' },
   },
 });
 if (values['stack-process'] !== 'own' && values['stack-process'] !== 'shared') throw new Error('--stack-process is own or shared');
@@ -70,6 +73,8 @@ const ROUNDS = Number(values.rounds);
 const WORK_MS = Number(values['work-ms']);
 const WARMUP = Number(values.warmup);
 const LANES_ONLY = values['lanes-only'];
+const GAP_MS = Number(values['gap-ms']);
+if (!Number.isFinite(GAP_MS) || GAP_MS < 0) throw new Error(`--gap-ms: "${values['gap-ms']}" is not a number of ms, 0 or more`);
 const SLOTS = 4;
 const LANE = 'first';
 const BARE = 'bare-first';
@@ -216,7 +221,11 @@ try {
     }
     for (let i = 0; i < IDLE; i++) {
       const order = [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)];
-      for (const side of order) samples.idle[side].push(...(await batch(side, 1)));
+      for (const side of order) {
+        // The inter-arrival time of the workload (what is measured), not a wait for a condition.
+        if (GAP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+        samples.idle[side].push(...(await batch(side, 1)));
+      }
     }
     console.error(`idle: ${IDLE} cards per side`);
     for (let r = 0; r < ROUNDS; r++) {
@@ -240,6 +249,7 @@ try {
     bench: 'first-instruction',
     slots: SLOTS,
     idleCards: IDLE,
+    idleGapMs: GAP_MS,
     backlog: BACKLOG,
     rounds: ROUNDS,
     workMs: WORK_MS,
@@ -267,7 +277,10 @@ try {
       [`${kind}RatioP50`]: Number(r50.toFixed(3)),
       [`${kind}RatioP99`]: Number(r99.toFixed(3)),
     });
-    const label = kind === 'idle' ? `idle, one card at a time (n = ${l.length} per side)` : `every slot busy, backlog of ${BACKLOG} (${ROUNDS} rounds, n = ${l.length} per side)`;
+    const label =
+      kind === 'idle'
+        ? `idle, one card at a time${GAP_MS > 0 ? `, ${GAP_MS} ms apart` : ''} (n = ${l.length} per side)`
+        : `every slot busy, backlog of ${BACKLOG} (${ROUNDS} rounds, n = ${l.length} per side)`;
     console.log(
       `| ${label} | ${pct(l, 50).toFixed(1)} / ${pct(l, 99).toFixed(1)} ms | ${pct(b, 50).toFixed(1)} / ${pct(b, 99).toFixed(1)} ms | ${r50.toFixed(2)}× / ${r99.toFixed(2)}× | p50 ≤ ${TARGET_P50}×, p99 ≤ ${TARGET_P99}× ${ok ? '✔' : '✘'} |`,
     );
