@@ -20,11 +20,11 @@
  * bench/throughput.ts does. Both sides are up and warmed for the whole run.
  *
  * 1. Idle: one card at a time, each waited for until its job is completed, N per side (default
- *    1,000), the sides alternating card by card (which goes first alternates too). The p99 of 200
- *    cards is the second slowest: back-to-back runs of the same code read 1.35× and 2.43×. Of
- *    1,000 it is the tenth slowest. `--gap-ms G` leaves the box quiet G ms before each idle card
- *    (default 0, back to back), as cards that arrive seconds apart find it: every process on the
- *    path has gone to sleep, and each hop between processes pays a wake-up.
+ *    1,000), the sides alternating card by card (which goes first alternates too): of 1,000 the p99
+ *    is the tenth slowest card, where of 200 one stall decided it (bench/README). `--gap-ms G` leaves
+ *    the box quiet G ms before each idle card (default 0, back to back), as cards that arrive seconds
+ *    apart find it: every process on the path has gone to sleep, and each hop between processes pays
+ *    a wake-up.
  * 2. Backlog: R rounds per side, alternating which side goes first; each round enqueues B cards in
  *    one request (`POST {cards:[B]}` / `Queue.addBulk`), so every slot is busy at once and the rest
  *    wait; every card of the round counts, from the moment its request was sent.
