@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { ConfigError, type CardRecord, type LaneStatus } from '@lanes/contracts';
+import { QUEUE_PREFIX } from '@lanes/queue';
 import { apiClient, startRedis, startTestStack, waitFor, type ApiClient, type TestRedis, type TestStack } from '../harness/index.js';
 
 interface ErrorBody {
@@ -231,6 +233,34 @@ describe('boards are tenants: scoped tokens over a real API and Redis', () => {
     expect((await writerA.request('PUT', '/admin/queues/api/queues/lane-a/pause')).status).toBe(403);
     expect((await admin.request('PUT', '/admin/queues/api/queues/lane-a/pause')).status).toBe(200);
     expect((await admin.request('PUT', '/admin/queues/api/queues/lane-a/resume')).status).toBe(200);
+  });
+
+  it('a path with percent-escapes is judged as the route it reaches: no write for the read token, no board or metrics for a lane-A token', async () => {
+    // The router decodes escapes before it matches: /%761/cards is POST /v1/cards, /%61dmin/... Bull Board.
+    const post = await reader.request<ErrorBody>('POST', '/%761/cards', { id: 'esc-try', lane: 'lane-a', title: 'no' });
+    expect(post.status).toBe(403);
+    expect(post.body.error.code).toBe('FORBIDDEN');
+    expect(await cardKeys('*esc-try*')).toEqual([]);
+    const cancel = await reader.request<ErrorBody>('POST', '/v1/%63ards/b-secret/cancel');
+    expect(cancel.status).toBe(403);
+    expect((await admin.card('b-secret')).state).toBe('queued');
+    for (const path of ['/%61dmin/queues/api/queues', '/admin/%71ueues', '/%6detrics']) {
+      const res = await writerA.request<ErrorBody>('GET', path);
+      expect(res.status, path).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+    const laneB = new Queue('lane-b', { connection: conn, prefix: QUEUE_PREFIX });
+    try {
+      expect((await writerA.request('PUT', '/%61dmin/queues/api/queues/lane-b/pause')).status).toBe(403);
+      expect((await reader.request('PUT', '/%61dmin/queues/api/queues/lane-b/pause')).status).toBe(403);
+      expect(await laneB.isPaused()).toBe(false);
+    } finally {
+      await laneB.close();
+    }
+    // The browser edge reads the same path: a form's content type is refused there too.
+    const form = await admin.request<ErrorBody>('POST', '/%761/cards/b-secret/cancel', '{}', { 'content-type': 'text/plain' });
+    expect(form.status).toBe(415);
+    expect((await admin.card('b-secret')).state).toBe('queued');
   });
 
   it('the admin token does everything, on every lane', async () => {

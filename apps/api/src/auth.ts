@@ -14,12 +14,19 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz']);
  */
 const isBrowserPage = (path: string) => path === '/' || path.startsWith('/admin') || path.startsWith('/status-page/');
 
-const pathOf = (request: FastifyRequest) => request.url.split('?')[0] ?? '';
+/**
+ * The path every rule here reads: the route the router matched, as it was declared
+ * (`/v1/cards/:id/cancel`), never the raw URL. The router decodes percent-escapes before it
+ * matches, so `/%761/cards` reaches POST /v1/cards and `/%61dmin/...` Bull Board: a rule read off the
+ * raw URL would let a read token write, or a lane's token into every lane. A request that matches
+ * no route keeps its raw path; it reaches the 404 handler only.
+ */
+const routePathOf = (request: FastifyRequest): string => request.routeOptions.url ?? request.url.split('?')[0] ?? '';
 
 /** The browser edge (evaluateEdge): Host in open mode, cross-site, JSON mutations. Runs before auth. */
 export function createEdgeHook(config: { open: boolean }) {
   return async function edgeHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const decision = evaluateEdge({ method: request.method, path: pathOf(request), headers: request.headers as Record<string, string | undefined> }, config);
+    const decision = evaluateEdge({ method: request.method, path: routePathOf(request), headers: request.headers as Record<string, string | undefined> }, config);
     if (decision.action === 'refuse') return refuse(reply, new ApiError(decision.status, decision.code, decision.reason));
     return undefined;
   };
@@ -39,7 +46,7 @@ export function createAuthHook(tokens: readonly ApiToken[]) {
       return undefined;
     }
     request.principal = ANONYMOUS_PRINCIPAL;
-    const path = pathOf(request);
+    const path = routePathOf(request);
     if (OPEN_PATHS.has(path)) return undefined;
     const header = request.headers.authorization ?? '';
     const [scheme, value = ''] = header.split(' ', 2);
