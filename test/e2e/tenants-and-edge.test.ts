@@ -198,6 +198,31 @@ describe('boards are tenants: scoped tokens over a real API and Redis', () => {
     for (const id of ['a-into-b', 'a-bulk-ok', 'a-bulk-b']) expect(await cardKeys(`*${id}*`), id).toEqual([]);
   });
 
+  it('an id taken on lane B is a conflict for the lane-A token that never names lane B; the card is untouched', async () => {
+    for (const body of [
+      { id: 'b-secret', lane: 'lane-a', title: 'mine?' },
+      {
+        cards: [
+          { id: 'a-free', lane: 'lane-a', title: 'ok' },
+          { id: 'b-secret', lane: 'lane-a', title: 'mine?' },
+        ],
+      },
+    ]) {
+      const res = await writerA.request<ErrorBody>('POST', '/v1/cards', body);
+      expect(res.status).toBe(409);
+      expect(res.body.error.code).toBe('CARD_CONFLICT');
+      expect(JSON.stringify(res.body)).not.toContain('lane-b');
+      expect(res.body.error.message).toContain('b-secret');
+    }
+    expect(await cardKeys('*a-free*')).toEqual([]);
+    const kept = await admin.card('b-secret');
+    expect(kept).toMatchObject({ state: 'queued', lane: 'lane-b', title: 'not yours' });
+    // An admin, who sees every lane, is told which lane holds the id.
+    const told = await admin.request<ErrorBody>('POST', '/v1/cards', { id: 'b-secret', lane: 'lane-a', title: 'x' });
+    expect(told.status).toBe(409);
+    expect(told.body.error.message).toContain('lane "lane-b"');
+  });
+
   it('the lane-A token cancels its own card', async () => {
     const res = await writerA.request<{ state: string }>('POST', '/v1/cards/a-own/cancel');
     expect(res.status).toBe(202);

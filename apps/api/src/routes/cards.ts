@@ -103,9 +103,10 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
       throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);
     }
     if (!out.ok) {
+      // Ids are global, so a taken one cannot be hidden; the lane that holds it is named only in scope.
       const conflicts: ValidationIssue[] = out.conflicts.map((c) => ({
         path: bulk ? `cards.${c.index}.lane` : 'lane',
-        message: `card ${c.id} already exists on lane "${c.lane}"`,
+        message: inScope(request.principal, c.lane) ? `card ${c.id} already exists on lane "${c.lane}"` : `card id ${c.id} is already taken: choose another id`,
       }));
       throw new ApiError(409, 'CARD_CONFLICT', conflicts.map((c) => `${c.path}: ${c.message}`).join('; '), conflicts);
     }
