@@ -27,6 +27,9 @@ interface Received {
 /** The stack signs with SECRET and, as during a rotation, with PREVIOUS_SECRET too. */
 const SECRET = 'callback-secret-for-tests';
 const PREVIOUS_SECRET = 'callback-secret-rotated-out';
+/** Lane `cb-own`'s own secret and, as during its rotation, its old one, read from the variables its config names. */
+const OWN_SECRET = 'lane-own-callback-secret';
+const OWN_PREVIOUS = 'lane-own-callback-secret-old';
 
 /** A board on loopback: records every callback; `/flaky` answers 503 twice before accepting, `/gone` always 410. */
 function board(host = '127.0.0.1'): Promise<{ server: Server; url: string; port: number; received: Received[] }> {
@@ -115,7 +118,13 @@ describe('card callbacks', () => {
     hole = await blackhole();
     conn = new Redis(redis.url);
     const log = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
-    t = await startTestStack(redis.url, [{ name: 'cb', slots: 1, agent: [process.execPath, DEMO_AGENT], attempts: 1 }], {
+    const agent = [process.execPath, DEMO_AGENT];
+    const lanes = [
+      { name: 'cb', slots: 1, agent, attempts: 1 },
+      { name: 'cb-own', slots: 1, agent, attempts: 1, callbackSecret: { fromEnv: 'CB_OWN_SECRET', previousFromEnv: 'CB_OWN_OLD' } },
+    ];
+    t = await startTestStack(redis.url, lanes, {
+      tokenEnv: { CB_OWN_SECRET: OWN_SECRET, CB_OWN_OLD: OWN_PREVIOUS },
       // Five tries: a delivery that stops at the third is the board's 200, not the retry limit.
       callbacks: { secret: SECRET, previousSecret: PREVIOUS_SECRET, retry: { maxAttempts: 5, baseDelayMs: 50 }, lookup },
       callbackAllow: ALLOW,
@@ -154,6 +163,18 @@ describe('card callbacks', () => {
     // The timestamp is part of what is signed: the same body under another time does not verify.
     expect(verify(SECRET, hit.signature!.replace(/^t=\d+/, `t=${signed.t - 600}`), hit.raw).ok).toBe(false);
     expect(b.received.filter((r) => r.body.card.id === 'cb-1')).toHaveLength(1);
+  });
+
+  it("signs a lane's cards with that lane's own secret (and its rotation's old one) alone: the stack's secret does not verify them", async () => {
+    await t.api.request('POST', '/v1/cards', { id: 'cb-own-1', lane: 'cb-own', title: 'mine', callbackUrl: `${b.url}/own` });
+    await t.api.waitCard('cb-own-1', 'done', (c) => c.state === 'done');
+    const hit = await waitFor('the callback', () => b.received.find((r) => r.body.card.id === 'cb-own-1'));
+    expect(hit.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(verify(OWN_SECRET, hit.signature, hit.raw).ok).toBe(true);
+    expect(verify(OWN_PREVIOUS, hit.signature, hit.raw).ok).toBe(true);
+    // A board of another lane holds the stack's secret: it can neither verify nor forge this lane's deliveries.
+    expect(verify(SECRET, hit.signature, hit.raw).ok).toBe(false);
+    expect(verify(PREVIOUS_SECRET, hit.signature, hit.raw).ok).toBe(false);
   });
 
   /**

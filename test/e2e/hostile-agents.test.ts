@@ -14,8 +14,9 @@ import { apiClient, freePort, startRedis, waitFor, type ApiClient, type TestRedi
 
 /**
  * Agents are untrusted code (issue 23, README "Threat model"). Each attack runs through a real
- * `lanes up` started with API tokens, a callback secret and REDIS_URL, in every isolation mode this
- * machine allows (process-group forced by config as well). Throughout: /healthz answers within 1 s,
+ * `lanes up` started with API tokens (admin and a board's), callback secrets (the stack's and a
+ * lane's) and REDIS_URL, in every isolation mode this machine allows (process-group forced by config
+ * as well). Throughout: /healthz answers within 1 s,
  * the stack's memory stays put, every attacked card ends as specified with a reason naming the file
  * and the rule, no secret of the stack reaches the agent or any card, event, callback or log line,
  * and an ordinary card afterwards ends done in the same slot.
@@ -23,6 +24,9 @@ import { apiClient, freePort, startRedis, waitFor, type ApiClient, type TestRedi
 const BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
 const TOKEN = 'tok-hostile-3f9a1c7e5b2d';
 const CALLBACK_SECRET = 'cb-hostile-secret-8e1d4c2b9a7f';
+/** The hostile lane's own callback secret and its board's scoped token, each in a variable the config names. */
+const LANE_CALLBACK_SECRET = 'cb-lane-hostile-5d2e9f1a0c3b';
+const BOARD_TOKEN = 'tok-board-hostile-7c1e4a9d2f6b';
 /** The agent: what it does comes from its card's metadata, as a model steered by card text would. */
 const AGENT = `
 import { execFileSync } from 'node:child_process';
@@ -46,7 +50,7 @@ switch (m.attack) {
       let text = '';
       try { text = readFileSync('/proc/' + pid + '/environ', 'latin1'); } catch { continue; }
       // What an attacker knows: the names of the stack's settings, never their values.
-      for (const name of ['REDIS_URL=', 'LANES_API_TOKENS=', 'LANES_CALLBACK_SECRET=']) if (text.includes(name)) found.push(pid + ':' + name);
+      for (const name of ['REDIS_URL=', 'LANES_API_TOKENS=', 'LANES_CALLBACK_SECRET=', 'HOSTILE_CALLBACK_SECRET=', 'HOSTILE_BOARD_TOKEN=']) if (text.includes(name)) found.push(pid + ':' + name);
     }
     writeFileSync(out + '/result.json', JSON.stringify({ found }));
     process.exit(0);
@@ -122,17 +126,21 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
           attempts: 1,
           agent: [process.execPath, join(dir, 'agent.mjs')],
           respawn: { baseDelayMs: 20, maxDelayMs: 200, windowMs: 60_000 },
+          ...(name === 'hostile' ? { callbackSecret: { fromEnv: 'HOSTILE_CALLBACK_SECRET' } } : {}),
         })),
+        tokens: [{ name: 'hostile-board', fromEnv: 'HOSTILE_BOARD_TOKEN', lanes: ['hostile'], role: 'write' }],
       }),
     );
     const port = await freePort();
-    secrets = [TOKEN, CALLBACK_SECRET, redis.url];
+    secrets = [TOKEN, CALLBACK_SECRET, LANE_CALLBACK_SECRET, BOARD_TOKEN, redis.url];
     child = spawn(process.execPath, [BIN, 'up', '--config', config, '--port', String(port)], {
       cwd: dir,
       env: {
         ...process.env,
         LANES_API_TOKENS: TOKEN,
         LANES_CALLBACK_SECRET: CALLBACK_SECRET,
+        HOSTILE_CALLBACK_SECRET: LANE_CALLBACK_SECRET,
+        HOSTILE_BOARD_TOKEN: BOARD_TOKEN,
         REDIS_URL: redis.url,
         LANES_SANDBOX_DIR: join(dir, 'sandboxes'),
         LANES_CALLBACK_ALLOW: '127.0.0.1',
@@ -277,7 +285,7 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     expect(cards.length).toBeGreaterThan(5);
     expect(callbacks.length).toBeGreaterThan(5);
     const everything = { cards: JSON.stringify(cards), events: JSON.stringify(events), callbacks: callbacks.join('\n'), logs: output.join('') };
-    for (const secret of [TOKEN, CALLBACK_SECRET]) {
+    for (const secret of [TOKEN, CALLBACK_SECRET, LANE_CALLBACK_SECRET, BOARD_TOKEN]) {
       for (const [where, text] of Object.entries(everything)) expect(text.includes(secret), `${secret.slice(0, 8)}… in ${where}`).toBe(false);
     }
     // REDIS_URL is no secret in logs (it names the server, with any password redacted) but never reaches an agent or a card.

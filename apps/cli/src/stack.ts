@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ApiLimits, ApiServer, EventStreamOptions } from '@lanes/api';
-import type { ApiTokenConfig, CallbackAllowRule, LaneConfig, LaneIsolation } from '@lanes/contracts';
+import { laneCallbackSecrets, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig, type LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
 import type { CallbackLookup, SupervisorApp } from '@lanes/supervisor';
@@ -25,6 +25,7 @@ export interface StackOptions {
   tokens?: readonly string[];
   /** The config file's scoped `tokens`; `fromEnv` ones are read from `tokenEnv` (default process.env). */
   scopedTokens?: readonly ApiTokenConfig[];
+  /** Where the config's `fromEnv` values are read: scoped tokens, and lanes' callback secrets. Default process.env. */
   tokenEnv?: Record<string, string | undefined>;
   /** The API's timeouts; unset ones take their DEFAULT_API_* defaults. */
   apiLimits?: Partial<ApiLimits>;
@@ -65,6 +66,8 @@ export interface Stack {
 /** The composition root: API, worker and supervisor over one Redis, each optional. */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const parts = { api: true, worker: true, supervisor: true, ...options.parts };
+  // Read before anything starts: a lane's callback secret that is unset stops the boot, naming its field.
+  const laneSecrets = parts.supervisor ? laneCallbackSecrets(options.lanes, options.tokenEnv ?? process.env) : undefined;
   // Only the parts that run are loaded, all at once: a worker container loads neither the API's
   // server and Bull Board nor the supervisor, and starts that much sooner (bench/worker-boot.ts).
   const [apiModule, workerModule, supervisorModule] = await Promise.all([
@@ -144,7 +147,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ...(options.heartbeatIntervalMs ? { sweepIntervalMs: options.heartbeatIntervalMs / 2 } : {}),
         ...(heartbeatTimeoutMs ? { heartbeatTimeoutMs } : {}),
         ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
-        callbacks: { ...options.callbacks, ...(options.callbackAllow ? { allow: options.callbackAllow } : {}) },
+        callbacks: {
+          ...options.callbacks,
+          ...(laneSecrets?.size ? { laneSecrets } : {}),
+          ...(options.callbackAllow ? { allow: options.callbackAllow } : {}),
+        },
       });
       await stack.supervisor.start();
       supervisorRunning = true;

@@ -52,6 +52,8 @@ export interface CallbackDeps {
   secret?: string;
   /** LANES_CALLBACK_SECRET_PREVIOUS: during a rotation, a second `v1=` signed with it follows the current one. */
   previousSecret?: string;
+  /** Lanes with a callback secret of their own (`laneCallbackSecrets`): their cards' bodies are signed with it alone, current first. */
+  laneSecrets?: ReadonlyMap<string, readonly string[]>;
   /** LANES_CALLBACK_ALLOW: inward addresses a delivery may still reach. */
   allow?: readonly CallbackAllowRule[];
   /** DNS for callback hosts; every address is checked before connecting. Default the system resolver. */
@@ -347,7 +349,7 @@ export class CallbackDispatcher {
       },
       span,
     );
-    const secrets = [this.deps.secret, this.deps.previousSecret].filter((s): s is string => s !== undefined);
+    const secrets = this.deps.laneSecrets?.get(card.lane) ?? [this.deps.secret, this.deps.previousSecret].filter((s): s is string => s !== undefined);
     const log = this.deps.log.child({ cardId: card.id, lane: card.lane, event: 'card.callback', deliveryId: held.id, ...traceLogFieldsOf(span) });
     for (let attempt = 1; ; attempt++) {
       if (!this.running) return 'keep';

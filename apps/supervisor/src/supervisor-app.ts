@@ -43,6 +43,8 @@ export interface SupervisorOptions {
   callbacks?: {
     secret?: string;
     previousSecret?: string;
+    /** Lanes' own callback secrets, by lane (current first); such a lane's cards are signed with them alone. */
+    laneSecrets?: ReadonlyMap<string, readonly string[]>;
     retry?: CallbackRetryConfig;
     concurrency?: CallbackConcurrencyConfig;
     allow?: readonly CallbackAllowRule[];
@@ -92,6 +94,7 @@ export function createSupervisorApp(options: SupervisorOptions): SupervisorApp {
           consumer,
           ...(options.callbacks.secret ? { secret: options.callbacks.secret } : {}),
           ...(options.callbacks.previousSecret ? { previousSecret: options.callbacks.previousSecret } : {}),
+          ...(options.callbacks.laneSecrets ? { laneSecrets: options.callbacks.laneSecrets } : {}),
           ...(options.callbacks.concurrency ? { concurrency: options.callbacks.concurrency } : {}),
           ...(options.callbacks.retry ? { retry: options.callbacks.retry } : {}),
           ...(options.callbacks.allow ? { allow: options.callbacks.allow } : {}),

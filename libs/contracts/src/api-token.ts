@@ -9,7 +9,7 @@ export const TokenRoleSchema = z.enum(['read', 'write', 'admin']);
 export type TokenRole = z.infer<typeof TokenRoleSchema>;
 
 /** An environment variable name, as POSIX shells allow them. */
-const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
 /**
  * A scoped API token in the config file. The token's value is never in the file: either its SHA-256

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import * as D from './defaults.js';
 import { parseAllowRule, type CallbackAllowRule } from './callback-target.js';
+import { MIN_CALLBACK_SECRET_CHARS } from './callback-secret.js';
 import { ConfigError } from './errors/config-error.js';
 import type { ValidationIssue } from './errors/validation-issue.js';
 import { parseRedisUrl, sentinelTargetFromEnv, type RedisTarget } from './redis-target.js';
@@ -43,12 +44,12 @@ export const LanesEnvSchema = z.object({
   /** BullMQ lock and stalled-check interval; a crashed worker's cards move on within about 2× this. */
   LANES_LOCK_DURATION_MS: Int(1_000).optional(),
   /** Signs card callbacks (`x-lanes-signature: t=<unix s>,v1=<hmac>`), so a board can tell them from forgeries. */
-  LANES_CALLBACK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  LANES_CALLBACK_SECRET: z.string().min(MIN_CALLBACK_SECRET_CHARS, `must be at least ${MIN_CALLBACK_SECRET_CHARS} characters`).optional(),
   /**
    * The secret being rotated out: while set, each callback carries a second `v1=` signed with it,
    * so a board still holding it verifies. Only with LANES_CALLBACK_SECRET.
    */
-  LANES_CALLBACK_SECRET_PREVIOUS: z.string().min(16, 'must be at least 16 characters').optional(),
+  LANES_CALLBACK_SECRET_PREVIOUS: z.string().min(MIN_CALLBACK_SECRET_CHARS, `must be at least ${MIN_CALLBACK_SECRET_CHARS} characters`).optional(),
   /** Hosts or CIDRs callbacks may reach although they are loopback, private or link-local (comma-separated). */
   LANES_CALLBACK_ALLOW: z
     .string()

@@ -42,6 +42,7 @@ export {
   type FileSync,
 } from './sandbox.js';
 export { TokenRoleSchema, ApiTokenConfigSchema, type TokenRole, type ApiTokenConfig } from './api-token.js';
+export { CallbackSecretConfigSchema, MIN_CALLBACK_SECRET_CHARS, laneCallbackSecrets, type CallbackSecretConfig } from './callback-secret.js';
 export { HistoryEntrySchema, type HistoryEntry } from './history.js';
 export { CardRecordSchema, type CardRecord } from './card-record.js';
 export {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiTokenConfigSchema } from './api-token.js';
+import { CallbackSecretConfigSchema, callbackSecretEnvNames } from './callback-secret.js';
 import { LaneNameSchema } from './card.js';
 import { MaxRunningPerKeySchema } from './concurrency-key.js';
 import { DEFAULT_SUPERSEDE_MODE, SupersedeModeSchema } from './supersede.js';
@@ -132,6 +133,8 @@ export const LaneConfigSchema = z
     maxRunningPerKey: MaxRunningPerKeySchema.optional(),
     /** Whether a newer card of a `supersedeKey` cancels a running earlier one too (`cancel-running`), or only one not yet started. A card's own `supersede` wins. */
     supersede: SupersedeModeSchema.default(DEFAULT_SUPERSEDE_MODE),
+    /** The lane's own callback secret (its board's alone); unset: LANES_CALLBACK_SECRET signs its callbacks. */
+    callbackSecret: CallbackSecretConfigSchema.optional(),
   })
   .transform((lane) => {
     // Given only `slots`, the lane is fixed: min = max = slots (a worker never adds or drops slots).
@@ -189,6 +192,17 @@ export const LanesConfigSchema = z
         ctx.addIssue({ code: 'custom', path: ['lanes', i, 'name'], message: `duplicate lane "${lane.name}"` });
       }
       seen.add(lane.name);
+    });
+    // A token's or a callback secret's variable is in the worker's environment too: no lane may hand it to its agents.
+    const held = new Map<string, string>();
+    for (const token of cfg.tokens ?? []) if (token.fromEnv !== undefined) held.set(token.fromEnv, `API token "${token.name}"`);
+    for (const lane of cfg.lanes) for (const name of callbackSecretEnvNames(lane.callbackSecret)) held.set(name, `lane ${lane.name}'s callback secret`);
+    cfg.lanes.forEach((lane, i) => {
+      if (lane.provider !== 'local') return;
+      lane.secrets.forEach((name, j) => {
+        const what = held.get(name);
+        if (what) ctx.addIssue({ code: 'custom', path: ['lanes', i, 'secrets', j], message: `${name} holds ${what} and never reaches an agent` });
+      });
     });
     const names = new Set<string>();
     cfg.tokens?.forEach((token, i) => {
