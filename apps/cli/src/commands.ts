@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CardInput, CardListQueryInput, CardSummary } from '@lanes/contracts';
 import type { LanesClient } from '@lanes/client';
+import { printable } from './printable.js';
 import { table } from './table.js';
 
 type Print = (s: string) => void;
@@ -44,7 +45,8 @@ export async function statusCommand(client: LanesClient, id: string, print: Prin
       card.history.map((h) => [h.at, h.state + (h.blockedReason ? ` (${h.blockedReason})` : ''), h.attempt, h.sandboxId, h.message]),
     ),
   );
-  if (card.result !== undefined) print(`\nresult: ${JSON.stringify(card.result)}`);
+  // JSON escapes C0 controls, not C1 ones or bidi overrides.
+  if (card.result !== undefined) print(`\nresult: ${printable(JSON.stringify(card.result))}`);
   return 0;
 }
 

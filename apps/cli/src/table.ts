@@ -1,6 +1,9 @@
+import { printable } from './printable.js';
+
 /** A plain-text table with aligned columns, for terminals and logs alike. */
 export function table(headers: string[], rows: Array<Array<string | number | undefined>>): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === undefined ? '-' : String(c))))];
+  // Cells hold board and agent text: printed, never obeyed (printable.ts).
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === undefined ? '-' : printable(String(c)))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) =>
     r

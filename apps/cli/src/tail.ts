@@ -1,6 +1,7 @@
 import { isTerminalCardState, type EventType } from '@lanes/contracts';
 import type { LanesClient, StreamedEvent } from '@lanes/client';
 import { statusCommand } from './commands.js';
+import { printable, printableOutput } from './printable.js';
 
 type Print = (s: string) => void;
 
@@ -12,7 +13,7 @@ export function formatEvent(e: StreamedEvent): string {
     e.sandboxId ? `sandbox=${e.sandboxId}` : undefined,
     ...Object.entries(e.data ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`),
   ].filter((s) => s !== undefined);
-  return `${e.at}  ${e.lane}  ${e.type.padEnd(17)} ${about.join(' ')}`.trimEnd();
+  return printable(`${e.at}  ${e.lane}  ${e.type.padEnd(17)} ${about.join(' ')}`.trimEnd());
 }
 
 export interface TailOptions {
@@ -72,7 +73,7 @@ export async function tailOutputCommand(client: LanesClient, id: string, options
       dropped = true;
     },
   })) {
-    for (const line of chunk.lines) print(line);
+    for (const line of chunk.lines) print(printableOutput(line));
   }
   return options.signal.aborted ? 130 : 0;
 }
