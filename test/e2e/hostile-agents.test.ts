@@ -43,6 +43,7 @@ switch (m.attack) {
   case 'big-result': writeFileSync(out + '/result.json', Buffer.alloc(40_000_000, 0x20)); process.exit(0);
   case 'big-reason': writeFileSync(out + '/blocked.json', JSON.stringify({ reason: 'r'.repeat(16 * 1024 * 1024) })); process.exit(75);
   case 'huge-line': process.stdout.write('x'.repeat(16 * 1024 * 1024) + '\\n', () => process.exit(75)); break;
+  case 'flood': sh('timeout 3 yes flood-line-of-text || true'); writeFileSync(out + '/result.json', JSON.stringify({ flooded: true })); process.exit(0);
   case 'env-dump': writeFileSync(out + '/result.json', JSON.stringify({ env: process.env })); process.exit(0);
   case 'proc-scan': {
     const found = [];
@@ -239,6 +240,11 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     const card = await attack('huge-line');
     expect(card).toMatchObject({ state: 'blocked', blockedReason: 'needs-human' });
     expect(card.blockedMessage?.length).toBeLessThanOrEqual(agentLimits.MAX_BLOCK_REASON_CHARS);
+  });
+
+  it('printing as fast as it can for 3 s is read at the output rate, and the card ends done with its result', async () => {
+    const card = await attack('flood');
+    expect(card).toMatchObject({ state: 'done', result: { flooded: true } });
   });
 
   it("an env dump holds only the allow-list, the card's variables and the lane's: no secret of the stack", async () => {

@@ -14,6 +14,13 @@ export const MAX_BLOCK_REASON_CHARS = 2_000;
 export const MAX_MESSAGE_TAIL_CHARS = 500;
 /** Per stream, how much of a command's output tail a provider keeps in memory for the verdict (the job log sees the rest, capped below). */
 export const DEFAULT_MAX_OUTPUT_CHARS = 1024 * 1024;
+/**
+ * A local sandbox's output is read at most this fast. An agent that prints as fast as it can (`yes`)
+ * would otherwise keep the worker reading, parsing and collecting garbage at full speed (a core and
+ * 100+ MB of heap for 200 MB printed); held to this, it waits on its own pipe instead. Minutes of
+ * build logs are far below it.
+ */
+export const SANDBOX_OUTPUT_MAX_BYTES_PER_S = 4 * 1024 * 1024;
 /** The BullMQ job log keeps at most this many lines of a card's output... */
 export const JOB_LOG_MAX_LINES = 2_000;
 /** ...each cut to this many characters (a line with no newline for a gigabyte is still one line). */

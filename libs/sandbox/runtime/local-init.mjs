@@ -49,8 +49,10 @@ process.stderr.on('error', () => {});
 process.stdin.on('error', () => {});
 process.on('SIGPIPE', () => {});
 
+/** False when the channel to the host is full: what is read from a command waits until it drains. */
 function send(message) {
-  if (!hostGone) process.stdout.write(`${JSON.stringify(message)}\n`);
+  if (hostGone) return true;
+  return process.stdout.write(`${JSON.stringify(message)}\n`);
 }
 
 // Nothing else would keep the event loop busy after stdin EOF with no command running.
@@ -123,10 +125,17 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
   send({ t: 'started', id, pid });
 
   const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')];
+  // A command can print faster than the host reads (which it does at a bounded rate): its output
+  // stops being read while the channel is full, so the command waits on its own pipe and this init
+  // holds one chunk, not everything it printed. Once the command has exited, what is left is read
+  // whatever the channel (the tail is where the error is; STDIO_DRAIN_MS bounds it).
+  let draining = false;
   const forward = (stream, index) => {
     stream.on('data', (chunk) => {
       const text = decoders[index].write(chunk);
-      if (text.length > 0) send({ t: 'out', id, s: index + 1, d: text });
+      if (text.length === 0 || send({ t: 'out', id, s: index + 1, d: text }) || draining) return;
+      stream.pause();
+      process.stdout.once('drain', () => stream.resume());
     });
   };
   forward(child.stdout, 0);
@@ -149,6 +158,9 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
     command.exited = true;
     if (timer) clearTimeout(timer);
     const exitCode = code ?? 128 + (constants.signals[signal] ?? 0);
+    draining = true;
+    child.stdout.resume();
+    child.stderr.resume();
     let drainTimer;
     await Promise.race([
       stdioClosed,

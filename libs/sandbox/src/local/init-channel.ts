@@ -1,4 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
+import { agentLimits } from '@lanes/contracts';
+import { decideRead, type ReadWindow } from './read-budget.js';
 
 /** Messages the sandbox init sends (see runtime/local-init.mjs for the protocol). */
 export type InitEvent =
@@ -32,13 +34,20 @@ export class InitChannel {
   private pendingOutput = '';
   private open = true;
   private endingListener: ((code: number) => void) | undefined;
+  private readWindow: ReadWindow | undefined;
+  private resumeTimer: NodeJS.Timeout | undefined;
 
+  /** `outputBytesPerS`: how fast the channel is read (read-budget.ts); a command that prints faster waits. */
   constructor(
     private readonly input: Writable,
-    output: Readable,
+    private readonly output: Readable,
+    private readonly outputBytesPerS: number = agentLimits.SANDBOX_OUTPUT_MAX_BYTES_PER_S,
   ) {
     output.setEncoding('utf8');
-    output.on('data', (chunk: string) => this.onData(chunk));
+    output.on('data', (chunk: string) => {
+      this.budget(chunk);
+      this.onData(chunk);
+    });
     // The init dying is observed through the root's exit; a broken pipe adds nothing.
     input.on('error', () => {
       this.open = false;
@@ -76,6 +85,20 @@ export class InitChannel {
     this.open = false;
     this.listeners.clear();
     this.input.destroy();
+    clearTimeout(this.resumeTimer);
+  }
+
+  private budget(chunk: string): void {
+    const decision = decideRead(this.readWindow, Buffer.byteLength(chunk), performance.now(), this.outputBytesPerS);
+    this.readWindow = decision.window;
+    if (decision.action === 'read' || this.resumeTimer) return;
+    this.output.pause();
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined;
+      this.output.resume();
+    }, decision.resumeInMs);
+    // The channel's pause must not keep a process alive that would otherwise end.
+    this.resumeTimer.unref();
   }
 
   private write(message: object): void {

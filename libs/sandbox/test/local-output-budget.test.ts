@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { agentLimits } from '@lanes/contracts';
+import { sandboxMembers, type SandboxHandle } from '@lanes/sandbox';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TEST_KILL_GRACE_MS, localFixture, testSpec, type LocalFixture } from './support/local-fixture.js';
+import { outputWatcher } from './support/wait-for.js';
+
+const RATE = agentLimits.SANDBOX_OUTPUT_MAX_BYTES_PER_S;
+/** How long the agent prints as fast as it can: `yes` makes hundreds of MB a second here. */
+const FLOOD_S = 2;
+
+/** The largest resident set of the sandbox's init (its `node`) seen while `run` runs, in MiB. */
+async function initRssWhile<T>(handle: SandboxHandle, run: Promise<T>): Promise<{ result: T; worstMiB: number }> {
+  let worstKb = 0;
+  const sample = () => {
+    for (const pid of sandboxMembers(handle.id)) {
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'node') continue;
+        worstKb = Math.max(worstKb, Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0));
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  const timer = setInterval(sample, 50);
+  try {
+    const result = await run;
+    return { result, worstMiB: worstKb / 1024 };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+describe('local sandbox output, read at a bounded rate', () => {
+  let fixture: LocalFixture | undefined;
+  afterEach(async () => {
+    await fixture?.cleanup();
+    fixture = undefined;
+  });
+
+  it('a command printing as fast as it can is read at SANDBOX_OUTPUT_MAX_BYTES_PER_S; the init holds back instead of buffering, and the output after it still arrives', async () => {
+    fixture = await localFixture();
+    const handle = await fixture.provider.create(testSpec());
+    let read = 0;
+    const started = performance.now();
+    const { result, worstMiB } = await initRssWhile(
+      handle,
+      handle.exec(['sh', '-c', `timeout ${FLOOD_S} yes flood-line-of-text; echo END >&2; echo last-line`], {
+        timeoutMs: 60_000,
+        onOutput: (_stream, chunk) => {
+          read += chunk.length;
+        },
+      }),
+    );
+    const elapsedS = (performance.now() - started) / 1000;
+    console.info(`flood of ${FLOOD_S} s: ${(read / 1048576).toFixed(1)} MiB read in ${elapsedS.toFixed(2)} s, the init's RSS at most ${worstMiB.toFixed(1)} MiB`);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toBe('END\n');
+    expect(result.stdout).toMatch(/\nlast-line\n$/);
+    // Read no faster than the rate (a window's share and one chunk over, at most), however fast it printed.
+    expect(read / elapsedS).toBeLessThan(1.25 * RATE);
+    expect(read).toBeGreaterThan(RATE);
+    // What the host has not read waits in the command's pipe, not in the init.
+    expect(worstMiB).toBeGreaterThan(0);
+    expect(worstMiB).toBeLessThan(150);
+  });
+
+  it('a cancel reaches a command that floods its output, and the next command runs', async () => {
+    fixture = await localFixture();
+    const handle = await fixture.provider.create(testSpec());
+    const controller = new AbortController();
+    const watcher = outputWatcher('flood');
+    const running = handle.exec(['sh', '-c', 'yes flood-line-of-text'], {
+      timeoutMs: 60_000,
+      signal: controller.signal,
+      killGraceMs: TEST_KILL_GRACE_MS,
+      onOutput: watcher.onOutput,
+    });
+    await watcher.seen;
+    const abortedAt = performance.now();
+    controller.abort();
+    const result = await running;
+    expect(result.cancelled).toBe(true);
+    // yes dies on the SIGINT; its group's end reaches the host behind at most a window of output.
+    expect(performance.now() - abortedAt).toBeLessThan(TEST_KILL_GRACE_MS + 1_000);
+    expect((await handle.exec(['echo', 'ok'], { timeoutMs: 5_000 })).stdout).toBe('ok\n');
+  });
+});

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { READ_WINDOW_MS, decideRead, type ReadWindow } from '../src/local/read-budget.js';
+
+/** 1,000 bytes a second: a window's share is 100 bytes. */
+const RATE = 1_000;
+
+describe('decideRead', () => {
+  it.each<[string, ReadWindow | undefined, number, number, ReturnType<typeof decideRead>]>([
+    ['the first bytes open a window', undefined, 40, 5, { action: 'read', window: { startedAtMs: 5, bytes: 40 } }],
+    ['under the share, reading goes on', { startedAtMs: 0, bytes: 40 }, 50, 30, { action: 'read', window: { startedAtMs: 0, bytes: 90 } }],
+    ['reaching the share pauses until the window ends', { startedAtMs: 0, bytes: 90 }, 10, 30, { action: 'pause', resumeInMs: 70, window: { startedAtMs: 0, bytes: 100 } }],
+    ['one chunk over the share pauses the same', undefined, 5_000, 0, { action: 'pause', resumeInMs: READ_WINDOW_MS, window: { startedAtMs: 0, bytes: 5_000 } }],
+    ['a window that has ended starts a new one', { startedAtMs: 0, bytes: 100 }, 10, READ_WINDOW_MS, { action: 'read', window: { startedAtMs: READ_WINDOW_MS, bytes: 10 } }],
+    [
+      'just before the window ends, the pause is what is left of it',
+      { startedAtMs: 0, bytes: 100 },
+      10,
+      READ_WINDOW_MS - 1,
+      { action: 'pause', resumeInMs: 1, window: { startedAtMs: 0, bytes: 110 } },
+    ],
+  ])('%s', (_what, window, bytes, nowMs, expected) => {
+    expect(decideRead(window, bytes, nowMs, RATE)).toEqual(expected);
+  });
+});
