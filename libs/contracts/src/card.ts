@@ -60,12 +60,23 @@ const utf8 = new TextEncoder();
 /** The size a value takes as JSON, in UTF-8 bytes. */
 const jsonBytes = (value: unknown): number => utf8.encode(JSON.stringify(value)).length;
 
+/**
+ * Text the agent gets as an environment variable (`LANES_CARD_TITLE`, `LANES_CARD_REPO`): a NUL
+ * cannot be in one, so every command of the card would fail to start, on any provider.
+ */
+const envText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((text) => !text.includes('\u0000'), { message: 'must not contain a NUL character (it reaches the agent as an environment variable)' });
+
 /** A PR card as a board sends it. Only `lane` and `title` are required. */
 export const CardInputSchema = z.strictObject({
   id: CardIdSchema.optional(),
   lane: LaneNameSchema,
-  title: z.string().min(1).max(500),
-  repo: z.string().min(1).max(2048).optional(),
+  title: envText(500),
+  repo: envText(2048).optional(),
   pr: PullRequestSchema.optional(),
   prompt: z.string().max(1_000_000).optional(),
   priority: z.number().int().min(0).max(MAX_CARD_PRIORITY).default(0),

@@ -34,6 +34,9 @@ describe('parseCard', () => {
     [{ lane: 'a', title: 't', pr: { number: 1, branch: 'a..b' } }, 'pr.branch'],
     [{ lane: 'a', title: 't', pr: { number: 1, branch: 'ok', base: '-main' } }, 'pr.base'],
     [{ lane: 'a', title: 't', surprise: 1 }, 'surprise'],
+    // Title and repo reach the agent as environment variables, where a NUL cannot be.
+    [{ lane: 'a', title: 'fix\u0000it' }, 'title'],
+    [{ lane: 'a', title: 't', repo: 'github.com/o/r\u0000' }, 'repo'],
     // Over BullMQ's own limit (2²¹ − 1): its add would refuse the job after the record was written.
     [{ lane: 'a', title: 't', priority: 2_097_152 }, 'priority'],
   ])('names the bad field in %j', (input, field) => {
@@ -46,6 +49,11 @@ describe('parseCard', () => {
       expect(e.message).toContain(field);
       expect(e.issues.length).toBeGreaterThan(0);
     }
+  });
+
+  it('takes any other text in a title or repo: newlines, tabs, quotes, emoji', () => {
+    const title = 'Fix "flaky" test\n\twith $HOME and `x` ✓';
+    expect(parseCard({ lane: 'a', title, repo: 'https://example.com/o/r?x=1&y' }, makeId)).toMatchObject({ title, repo: 'https://example.com/o/r?x=1&y' });
   });
 
   it('takes a 128-character id and ordinary branch names', () => {
