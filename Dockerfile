@@ -5,7 +5,8 @@
 FROM node:26-trixie-slim
 
 # git: the demo agent and most real agents work on repositories. util-linux: `unshare` gives each
-# local sandbox its own PID namespace where the container is allowed to (it falls back otherwise).
+# local sandbox its own PID namespace where the container is allowed to (it falls back otherwise);
+# `setpriv` and `prlimit` run a separate-uid sandbox as its own uid, its processes capped.
 # tini: PID 1 (ENTRYPOINT below).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git util-linux ca-certificates tini \

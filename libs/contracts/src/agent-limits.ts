@@ -21,6 +21,13 @@ export const DEFAULT_MAX_OUTPUT_CHARS = 1024 * 1024;
  * build logs are far below it.
  */
 export const SANDBOX_OUTPUT_MAX_BYTES_PER_S = 4 * 1024 * 1024;
+/**
+ * In `separate-uid` mode, the most processes and threads an agent's uid may hold at once
+ * (RLIMIT_NPROC, counted per uid, and each sandbox has a uid of its own): a fork bomb stops there
+ * instead of taking the host's process table. A Node agent is about a dozen threads; a test run
+ * with a worker per core on a large machine a few hundred processes.
+ */
+export const SANDBOX_MAX_PROCESSES = 4096;
 /** The BullMQ job log keeps at most this many lines of a card's output... */
 export const JOB_LOG_MAX_LINES = 2_000;
 /** ...each cut to this many characters (a line with no newline for a gigabyte is still one line). */

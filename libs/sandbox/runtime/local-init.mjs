@@ -30,6 +30,12 @@ const SANDBOX_ID_ENV = 'LANES_SANDBOX_ID';
 const LIFELINE_FD_ENV = 'LANES_SANDBOX_LIFELINE_FD';
 /** Exit code of the init when its host (the worker) died: nobody is left to read the result. */
 const HOST_GONE_EXIT_CODE = 125;
+/**
+ * Exit code of the init when a command cannot start because the sandbox's processes are at their
+ * cap (RLIMIT_NPROC, separate-uid): whatever holds the places (a fork bomb's leftovers) would fail
+ * every card after, so the sandbox ends, and the host replaces it as it would a dead one.
+ */
+const PROCESS_CAP_EXIT_CODE = 126;
 /** While ending, sweep the sandbox's processes this often until none is left... */
 const END_SWEEP_INTERVAL_MS = 10;
 /** ...but exit after this long regardless; in a PID namespace our exit takes the rest with it. */
@@ -110,12 +116,12 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } catch (error) {
-    reportSpawnFailure(id, argv, cwd, error);
+    spawnFailed(id, argv, cwd, error);
     return;
   }
   if (child.pid === undefined) {
     // spawn() reports ENOENT/EACCES asynchronously through 'error'.
-    child.once('error', (error) => reportSpawnFailure(id, argv, cwd, error));
+    child.once('error', (error) => spawnFailed(id, argv, cwd, error));
     return;
   }
   const pid = child.pid;
@@ -210,6 +216,13 @@ function aloneInSandbox() {
 }
 
 /** Shell conventions: 127 "not found", 126 "found but could not run". */
+function spawnFailed(id, argv, cwd, error) {
+  if (error?.code !== 'EAGAIN') return reportSpawnFailure(id, argv, cwd, error);
+  // No exit for this command: the host learns of it as of any command a sandbox's death cut short.
+  process.stderr.write(`lanes-init: cannot start ${JSON.stringify(argv[0])}: the sandbox is at its process cap (EAGAIN); ending it\n`);
+  endSandbox(PROCESS_CAP_EXIT_CODE);
+}
+
 function reportSpawnFailure(id, argv, cwd, error) {
   const code = error?.code === 'ENOENT' ? 127 : 126;
   const detail = `lanes-init: cannot run ${JSON.stringify(argv[0])} in ${JSON.stringify(cwd || WORKDIR)}: ${error?.code ?? error}\n`;

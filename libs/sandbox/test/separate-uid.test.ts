@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalSandboxProvider, detectIsolation, probeSeparateUid, type SandboxHandle } from '@lanes/sandbox';
+import { SandboxGoneError, agentLimits } from '@lanes/contracts';
+import { LocalSandboxProvider, detectIsolation, probeSeparateUid, sandboxMembers, type SandboxHandle } from '@lanes/sandbox';
 import { DEFAULT_AGENT_UID_BASE, leaseUid, releaseUid } from '../src/local/separate-uid.js';
 import { TEST_KILL_GRACE_MS, testSpec } from './support/local-fixture.js';
+import { waitFor } from './support/wait-for.js';
 
 /** lanes' own files: the repository this test runs from. */
 const PROJECT_DIR = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
@@ -49,6 +51,12 @@ describe.runIf(probe.ok && detectIsolation() === 'pid-namespace')('local provide
     expect(uidA).not.toBe(uidB);
     expect(groupsA).toBe(uidA); // no supplementary groups: not root's, not the worker's
     expect(Number(procsA)).toBeLessThan(10); // its own processes only, not the host's hundreds
+  });
+
+  it('holds the agent to SANDBOX_MAX_PROCESSES processes and threads, a limit it cannot raise', async () => {
+    const limits = await sh(a, `grep "^Max processes" /proc/self/limits; ulimit -H -p ${agentLimits.SANDBOX_MAX_PROCESSES + 1} 2>/dev/null || echo RAISE-REFUSED`);
+    expect(limits.stdout).toMatch(new RegExp(`^Max processes +${agentLimits.SANDBOX_MAX_PROCESSES} +${agentLimits.SANDBOX_MAX_PROCESSES} +processes`));
+    expect(limits.stdout).toContain('RAISE-REFUSED');
   });
 
   it("cannot read another slot's card or output, nor write into its directory", async () => {
@@ -111,6 +119,47 @@ describe.runIf(probe.ok && detectIsolation() === 'pid-namespace')('local provide
     await reaper.terminateById(d.id);
     expect(leases()).toHaveLength(2);
     await reaper.close();
+  });
+});
+
+/**
+ * A fork bomb that keeps its places: a leader that starts a refiller (a node that starts sleepers
+ * every millisecond, whatever fails) and leaves, as `:(){ :|:& };:` never lets a freed place go.
+ */
+const REFILL =
+  "const { spawn } = require('node:child_process'); setInterval(() => { for (let i = 0; i < 20; i++) { try { spawn('sleep', ['60'], { stdio: 'ignore' }).on('error', () => {}); } catch {} } }, 1);";
+const BOMB = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(REFILL)}], { detached: true, stdio: 'ignore' }).unref(); setTimeout(() => process.exit(0), 300);`;
+
+describe.runIf(probe.ok && detectIsolation() === 'pid-namespace')('local provider (separate-uid): a fork bomb stops at the process cap', () => {
+  it('holds the bomb to agentMaxProcesses tasks; the next command finds no place and the sandbox ends as dead (126), and a new one runs', async () => {
+    const cap = 64;
+    const provider = new LocalSandboxProvider({ baseDir, isolation: 'separate-uid', killGraceMs: TEST_KILL_GRACE_MS, agentMaxProcesses: cap });
+    const h = await provider.create(testSpec('bomb'));
+    // Tasks (processes and threads) of the sandbox's members; its root (unshare, root's) is one of them.
+    const tasks = () =>
+      sandboxMembers(h.id).reduce((n, pid) => {
+        try {
+          return n + Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+        } catch {
+          return n;
+        }
+      }, 0);
+    try {
+      expect((await h.exec([process.execPath, '-e', BOMB], { timeoutMs: 20_000 })).exitCode).toBe(0);
+      await waitFor('the bomb at the cap', () => tasks() >= cap);
+      expect(tasks()).toBeLessThanOrEqual(cap + 1);
+      // Every place is held: the next command cannot start, and the init ends the sandbox saying why.
+      const next = await h.exec(['echo', 'ok'], { timeoutMs: 10_000 }).catch((err: unknown) => err);
+      expect(next).toBeInstanceOf(SandboxGoneError);
+      expect(String(next)).toContain('process cap');
+      expect(await h.poll()).toEqual({ state: 'exited', exitCode: 126 });
+      const fresh = await provider.create(testSpec('bomb'));
+      expect((await fresh.exec(['echo', 'ok'], { timeoutMs: 10_000 })).stdout).toBe('ok\n');
+      await fresh.terminate();
+    } finally {
+      await h.terminate();
+      await provider.close();
+    }
   });
 });
 

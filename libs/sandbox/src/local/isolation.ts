@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { setprivArgs } from './separate-uid.js';
+import { agentLimits } from '@lanes/contracts';
+import { nprocArgs, setprivArgs } from './separate-uid.js';
 
 /**
  * How a local sandbox is fenced:
@@ -53,7 +54,7 @@ export interface RootCommand {
  * it did not spawn, while sh's wait reaps every orphan re-parented to pid 1, so zombies do not pile
  * up over a long-lived sandbox. sh exits with the init's status, so the init dying ends the sandbox.
  */
-export function rootCommand(mode: IsolationMode, init: readonly string[], agentUid?: number): RootCommand {
+export function rootCommand(mode: IsolationMode, init: readonly string[], agentUid?: number, maxProcesses: number = agentLimits.SANDBOX_MAX_PROCESSES): RootCommand {
   if (mode === 'process-group') {
     const [command, ...args] = init;
     if (command === undefined) throw new RangeError('init command must not be empty');
@@ -64,7 +65,8 @@ export function rootCommand(mode: IsolationMode, init: readonly string[], agentU
   const script = 'exec 9<&0; "$@" <&9 9<&- & exec 9<&-; wait $!';
   const shell = ['/bin/sh', '-c', script, 'lanes-sandbox', ...init];
   if (mode === 'pid-namespace') return { command: 'unshare', args: [...UNSHARE_ARGS, '--', ...shell] };
-  // unshare mounts the namespace's /proc as root, then setpriv drops to the agent's uid for good.
+  // unshare mounts the namespace's /proc as root, prlimit caps the processes of the uid to come (a
+  // limit the agent, no longer root, cannot raise), then setpriv drops to that uid for good.
   if (agentUid === undefined) throw new RangeError('separate-uid needs an agent uid');
-  return { command: 'unshare', args: [...UNSHARE_ARGS, '--', 'setpriv', ...setprivArgs(agentUid), '--', ...shell] };
+  return { command: 'unshare', args: [...UNSHARE_ARGS, '--', ...nprocArgs(maxProcesses), 'setpriv', ...setprivArgs(agentUid), '--', ...shell] };
 }

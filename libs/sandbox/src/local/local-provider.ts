@@ -60,6 +60,8 @@ export interface LocalProviderOptions {
    * this process itself.
    */
   rootSpawner?: 'spawner' | 'in-process';
+  /** `separate-uid`: the most processes and threads the agent's uid may hold (RLIMIT_NPROC). Default SANDBOX_MAX_PROCESSES. */
+  agentMaxProcesses?: number;
   /** argv of the init the root runs. Default `[process.execPath, LOCAL_INIT_PATH]`; tests swap in one that never answers. */
   initCommand?: readonly string[];
   deps?: Partial<LocalProviderDeps>;
@@ -86,6 +88,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly baseEnv: Readonly<Record<string, string | undefined>>;
   private readonly secretEnv: Readonly<Record<string, string | undefined>>;
   private readonly initCommand: readonly string[];
+  private readonly agentMaxProcesses: number | undefined;
   private readonly deps: LocalProviderDeps;
   private readonly requestedIsolation: 'auto' | IsolationMode;
   private readonly handles = new Map<string, LocalSandbox>();
@@ -103,6 +106,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.baseEnv = options.baseEnv ?? agentBaseEnv(process.env);
     this.secretEnv = options.secretEnv ?? process.env;
     this.initCommand = options.initCommand ?? [process.execPath, LOCAL_INIT_PATH];
+    this.agentMaxProcesses = options.agentMaxProcesses;
     this.requestedIsolation = options.isolation ?? 'auto';
     this.spawner = options.rootSpawner === 'in-process' ? inProcessSpawner() : new SpawnerProcess();
     this.deps = {
@@ -145,7 +149,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     await mkdir(workdir, { recursive: true });
     const agent = isolation === 'separate-uid' ? this.separateUid(id, dir, workdir) : undefined;
 
-    const { command, args } = rootCommand(isolation, agent?.initCommand ?? this.initCommand, agent?.uid);
+    const { command, args } = rootCommand(isolation, agent?.initCommand ?? this.initCommand, agent?.uid, this.agentMaxProcesses);
     const discard = async (): Promise<void> => {
       if (agent) releaseUid(this.baseDir, agent.uid, id);
       await bestEffort('remove failed sandbox dir', () => rm(dir, { recursive: true, force: true }), this.deps.onCleanupError);

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, copyFileSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agentLimits } from '@lanes/contracts';
 
 /**
  * `separate-uid` isolation: each local sandbox runs as an unprivileged uid of its own, in its own
@@ -54,10 +55,22 @@ function runProbe(baseDir: string, execPath: string): SeparateUidProbe {
   const uid = DEFAULT_AGENT_UID_BASE + AGENT_UID_COUNT - 1;
   // Through /bin/sh, as the sandbox root starts the init: setpriv's own exec still holds root's
   // capabilities (a node under a root-only directory runs), while the program it starts has none.
-  const run = spawnSync('setpriv', [...setprivArgs(uid), '--', '/bin/sh', '-c', 'exec "$0" -e 0', execPath], { stdio: 'ignore', timeout: PROBE_TIMEOUT_MS });
-  if (run.error) return { ok: false, why: `setpriv could not run (${run.error.message})` };
-  if (run.status !== 0)
-    return { ok: false, why: `${execPath} does not run as an unprivileged uid (exit ${run.status ?? run.signal}): is it under a directory only root may enter?` };
+  // prlimit first, as a root starts: without it no agent's processes could be capped.
+  const [prlimit, ...limit] = nprocArgs(agentLimits.SANDBOX_MAX_PROCESSES);
+  const run = spawnSync(prlimit!, [...limit, 'setpriv', ...setprivArgs(uid), '--', '/bin/sh', '-c', 'exec "$0" -e 0', execPath], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    timeout: PROBE_TIMEOUT_MS,
+  });
+  if (run.error) return { ok: false, why: `prlimit could not run (${run.error.message})` };
+  if (run.status !== 0) {
+    // prlimit or setpriv says why it could not go on (setpriv missing, say); a node that will not run says nothing.
+    const said = run.stderr.trim().split('\n').at(-1);
+    return {
+      ok: false,
+      why: `${execPath} does not run as an unprivileged uid (exit ${run.status ?? run.signal}${said ? `: ${said}` : ''}): is it under a directory only root may enter?`,
+    };
+  }
   return { ok: true };
 }
 
@@ -76,6 +89,11 @@ function closedAncestor(dir: string): string | undefined {
     if (mode !== undefined && (mode & 0o001) === 0) return d;
   }
   return undefined;
+}
+
+/** `prlimit` setting RLIMIT_NPROC (soft and hard) for what it then runs. */
+export function nprocArgs(maxProcesses: number): string[] {
+  return ['prlimit', `--nproc=${maxProcesses}`, '--'];
 }
 
 /** setpriv's arguments that drop to `uid`: its own group, no supplementary groups, no way back up through setuid programs. */
