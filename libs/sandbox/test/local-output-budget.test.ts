@@ -9,13 +9,14 @@ const RATE = agentLimits.SANDBOX_OUTPUT_MAX_BYTES_PER_S;
 /** How long the agent prints as fast as it can: `yes` makes hundreds of MB a second here. */
 const FLOOD_S = 2;
 
-/** The largest resident set of the sandbox's init (its `node`) seen while `run` runs, in MiB. */
+/** The largest resident set of the sandbox's init (`local-init.mjs`) seen while `run` runs, in MiB. */
 async function initRssWhile<T>(handle: SandboxHandle, run: Promise<T>): Promise<{ result: T; worstMiB: number }> {
   let worstKb = 0;
   const sample = () => {
     for (const pid of sandboxMembers(handle.id)) {
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'node') continue;
+        // By its command line: a newer node names its main thread (comm), and not always `node`.
+        if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('local-init.mjs')) continue;
         worstKb = Math.max(worstKb, Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0));
       } catch {
         // gone meanwhile
