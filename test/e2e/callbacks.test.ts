@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { parseAllowRule, type CallbackAllowRule, type CardRecord } from '@lanes/contracts';
 import { keys } from '@lanes/queue';
-import { systemLookup, type CallbackLookup } from '@lanes/supervisor';
+import { DEFAULT_CALLBACK_CONCURRENCY, systemLookup, type CallbackLookup } from '@lanes/supervisor';
 import { startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 interface Received {
@@ -277,5 +277,24 @@ describe('card callbacks', () => {
     expect(hit.receivedAt - Date.parse(hit.body.at)).toBeLessThan(2_000);
     // The blackhole was still holding its deliveries meanwhile.
     expect(hole.sockets.size).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a lane whose cards point at many blackholed hosts holds at most its lane's share; another lane's callback arrives in less than 2 s", async () => {
+    const { maxInFlightPerLane } = DEFAULT_CALLBACK_CONCURRENCY;
+    // 20 hosts that never answer, 4 cancelled cards each: 80 deliveries, more than the 64 in flight in all.
+    const holes = await Promise.all(Array.from({ length: 20 }, () => blackhole()));
+    const inFlight = () => holes.reduce((n, h) => n + h.sockets.size, hole.sockets.size);
+    try {
+      const cards = holes.flatMap((h, i) => [0, 1, 2, 3].map((k) => ({ id: `cb-many-${i}-${k}`, lane: 'cb', title: 'many blackholes', callbackUrl: `${h.url}/hook` })));
+      await t.api.request('POST', '/v1/cards', { cards });
+      for (const c of cards) await t.api.request('POST', `/v1/cards/${c.id}/cancel`);
+      await waitFor("lane cb's share of deliveries held", () => inFlight() >= maxInFlightPerLane);
+      await t.api.request('POST', '/v1/cards', { id: 'cb-own-beside-holes', lane: 'cb-own', title: 'another board', callbackUrl: `${b.url}/hook` });
+      const hit = await waitFor("the other lane's callback", () => b.received.find((r) => r.body.card.id === 'cb-own-beside-holes'));
+      expect(hit.receivedAt - Date.parse(hit.body.at)).toBeLessThan(2_000);
+      expect(inFlight()).toBeLessThanOrEqual(maxInFlightPerLane);
+    } finally {
+      for (const h of holes) h.close();
+    }
   });
 });

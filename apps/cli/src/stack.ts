@@ -5,7 +5,7 @@ import type { ApiLimits, ApiServer, EventStreamOptions } from '@lanes/api';
 import { laneCallbackSecrets, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig, type LaneIsolation } from '@lanes/contracts';
 import { createRedis } from '@lanes/queue';
 import type { SandboxProvider } from '@lanes/sandbox';
-import type { CallbackLookup, SupervisorApp } from '@lanes/supervisor';
+import type { CallbackConcurrencyConfig, CallbackLookup, SupervisorApp } from '@lanes/supervisor';
 import type { WorkerApp } from '@lanes/worker';
 import { startHealthServer, type HealthServer } from './health-server.js';
 
@@ -41,7 +41,7 @@ export interface StackOptions {
     secret?: string;
     previousSecret?: string;
     retry?: { maxAttempts: number; baseDelayMs: number };
-    concurrency?: { maxInFlightPerHost: number; maxInFlight: number };
+    concurrency?: CallbackConcurrencyConfig;
     lookup?: CallbackLookup;
   };
   /** LANES_CALLBACK_ALLOW: inward callback targets allowed, at enqueue (API) and at delivery (supervisor). */

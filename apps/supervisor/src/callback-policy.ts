@@ -31,6 +31,11 @@ export function evaluateCallback(result: { status?: number; error?: string }, at
 export interface CallbackConcurrencyConfig {
   /** Deliveries in flight to one host (scheme, name and port) at once: a host that never answers ties up only these. */
   maxInFlightPerHost: number;
+  /**
+   * Deliveries in flight for the cards of one lane. Each lane is a board's, which chooses its
+   * cards' callbackUrls: one that blackholes many hosts ties up this many, never the whole total.
+   */
+  maxInFlightPerLane: number;
   /** Deliveries in flight in total. */
   maxInFlight: number;
 }
@@ -38,15 +43,17 @@ export interface CallbackConcurrencyConfig {
 /**
  * Four per host, as a browser's six per origin, a little fewer: a board that answers is not
  * flooded, and one that blackholes holds four connections for their 5 s timeouts while every other
- * host goes on. 64 in total keeps sockets and memory small on one supervisor.
+ * host goes on. A quarter of the total per lane: a board that points its cards at many such hosts
+ * leaves the rest to the other boards. 64 in total keeps sockets and memory small on one supervisor.
  */
-export const DEFAULT_CALLBACK_CONCURRENCY: CallbackConcurrencyConfig = { maxInFlightPerHost: 4, maxInFlight: 64 };
+export const DEFAULT_CALLBACK_CONCURRENCY: CallbackConcurrencyConfig = { maxInFlightPerHost: 4, maxInFlightPerLane: 16, maxInFlight: 64 };
 
-/** A delivery read from the stream: its entry id, the host it goes to, and its card. */
+/** A delivery read from the stream: its entry id, the host it goes to, and its card and the card's lane. */
 export interface DeliverySlot {
   id: string;
   host: string;
   cardId: string;
+  lane: string;
 }
 
 export interface DeliverySnapshot {
@@ -57,16 +64,18 @@ export interface DeliverySnapshot {
 }
 
 /**
- * Which waiting deliveries start now. One starts when the total and its host are under their
- * bounds and its card has nothing in flight or waiting ahead of it: a card's events reach its
- * board in the order they happened, while other cards and hosts go on around a slow one. A host
- * at its bound costs one lookup, however much waits for it.
+ * Which waiting deliveries start now. One starts when the total, its host and its lane are under
+ * their bounds and its card has nothing in flight or waiting ahead of it: a card's events reach
+ * its board in the order they happened, while other cards, hosts and lanes go on around a slow
+ * one. A host at its bound costs one lookup, however much waits for it.
  */
 export function selectDeliveries(snapshot: DeliverySnapshot, config: CallbackConcurrencyConfig = DEFAULT_CALLBACK_CONCURRENCY): string[] {
   const perHost = new Map<string, number>();
+  const perLane = new Map<string, number>();
   const busyCards = new Set<string>();
   for (const a of snapshot.active) {
     perHost.set(a.host, (perHost.get(a.host) ?? 0) + 1);
+    perLane.set(a.lane, (perLane.get(a.lane) ?? 0) + 1);
     busyCards.add(a.cardId);
   }
   let total = snapshot.active.length;
@@ -79,6 +88,10 @@ export function selectDeliveries(snapshot: DeliverySnapshot, config: CallbackCon
       // Seen once, the card is busy for every later entry: started or not, this one goes first.
       busyCards.add(q.cardId);
       if (!free) continue;
+      const inLane = perLane.get(q.lane) ?? 0;
+      // A lane at its bound leaves this delivery waiting, and the card's later ones behind it.
+      if (inLane >= config.maxInFlightPerLane) continue;
+      perLane.set(q.lane, inLane + 1);
       start.push(q.id);
       room--;
       total++;

@@ -255,7 +255,7 @@ export class CallbackDispatcher {
         this.toAck.push(id);
         continue;
       }
-      const held: Held = { id, host: url.origin, cardId: event.cardId!, event, url };
+      const held: Held = { id, host: url.origin, cardId: event.cardId!, lane: event.lane, event, url };
       this.held.set(id, held);
       const queue = this.queued.get(held.host);
       if (queue) queue.push(held);

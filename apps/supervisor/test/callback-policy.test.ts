@@ -45,8 +45,8 @@ describe('isNotified', () => {
 });
 
 describe('selectDeliveries', () => {
-  const config = { maxInFlightPerHost: 2, maxInFlight: 3 };
-  const d = (id: string, host: string, cardId = id) => ({ id, host, cardId });
+  const config = { maxInFlightPerHost: 2, maxInFlightPerLane: 3, maxInFlight: 3 };
+  const d = (id: string, host: string, cardId = id, lane = 'L') => ({ id, host, cardId, lane });
   it.each<[string, ReturnType<typeof d>[], ReturnType<typeof d>[], string[]]>([
     ['nothing waiting', [], [], []],
     ['under every bound: all start, in order', [d('1', 'a'), d('2', 'b')], [], ['1', '2']],
@@ -59,8 +59,26 @@ describe('selectDeliveries', () => {
     ['two events of one card: only the first starts', [d('1', 'a', 'x'), d('2', 'a', 'x')], [], ['1']],
     ['one below each bound (±1): the last slot of host and total is taken', [d('3', 'a'), d('4', 'b')], [d('1', 'a'), d('2', 'c')], ['3']],
   ])('%s', (_name, queued, active, expected) => {
-    const byHost = new Map<string, ReturnType<typeof d>[]>();
-    for (const q of queued) byHost.set(q.host, [...(byHost.get(q.host) ?? []), q]);
-    expect(selectDeliveries({ queued: byHost, active }, config)).toEqual(expected);
+    expect(selectDeliveries({ queued: byHost(queued), active }, config)).toEqual(expected);
   });
+
+  const lanes = { maxInFlightPerHost: 2, maxInFlightPerLane: 2, maxInFlight: 5 };
+  it.each<[string, ReturnType<typeof d>[], ReturnType<typeof d>[], string[]]>([
+    [
+      "a lane at its bound waits on every host; another lane's goes on",
+      [d('2', 'b', '2', 'A'), d('3', 'c', '3', 'A'), d('4', 'd', '4', 'B')],
+      [d('0', 'a', '0', 'A'), d('1', 'e', '1', 'A')],
+      ['4'],
+    ],
+    ['one below the lane bound: its last place is taken, once', [d('2', 'b', '2', 'A'), d('3', 'c', '3', 'A')], [d('1', 'a', '1', 'A')], ['2']],
+    ["a card held by its lane's bound holds its later event", [d('2', 'b', 'x', 'A'), d('3', 'c', 'x', 'A')], [d('0', 'a', '0', 'A'), d('1', 'e', '1', 'A')], []],
+  ])('%s', (_name, queued, active, expected) => {
+    expect(selectDeliveries({ queued: byHost(queued), active }, lanes)).toEqual(expected);
+  });
+
+  function byHost(queued: ReturnType<typeof d>[]): Map<string, ReturnType<typeof d>[]> {
+    const map = new Map<string, ReturnType<typeof d>[]>();
+    for (const q of queued) map.set(q.host, [...(map.get(q.host) ?? []), q]);
+    return map;
+  }
 });
