@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -43,6 +43,7 @@ switch (m.attack) {
   case 'big-result': writeFileSync(out + '/result.json', Buffer.alloc(40_000_000, 0x20)); process.exit(0);
   case 'big-reason': writeFileSync(out + '/blocked.json', JSON.stringify({ reason: 'r'.repeat(16 * 1024 * 1024) })); process.exit(75);
   case 'huge-line': process.stdout.write('x'.repeat(16 * 1024 * 1024) + '\\n', () => process.exit(75)); break;
+  case 'daemon': sh('env -i setsid sleep ' + m.duration + ' > /dev/null 2>&1 &'); writeFileSync(out + '/result.json', JSON.stringify({ left: true })); process.exit(0);
   case 'flood': sh('timeout 3 yes flood-line-of-text || true'); writeFileSync(out + '/result.json', JSON.stringify({ flooded: true })); process.exit(0);
   case 'env-dump': writeFileSync(out + '/result.json', JSON.stringify({ env: process.env })); process.exit(0);
   case 'proc-scan': {
@@ -247,6 +248,22 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     expect(card).toMatchObject({ state: 'done', result: { flooded: true } });
   });
 
+  it('a daemon the agent leaves behind (its own session, no environment) is gone once the card is done', async () => {
+    // A unique sleep, seen from the host by its command line: it carries no marker of the sandbox.
+    const duration = `300.${process.pid}${n}`;
+    const card = await attack('daemon', { duration });
+    expect(card).toMatchObject({ state: 'done', result: { left: true } });
+    const left = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && readCmdline(pid) === `sleep\0${duration}\0`);
+    if (mode !== 'process-group') {
+      expect(left).toEqual([]);
+      return;
+    }
+    // In a process group the init finds what it ends by the sandbox's mark, which this daemon dropped
+    // (a trusted-agents-only mode, as the lane says): it is still there, and the test ends it.
+    expect(left).toHaveLength(1);
+    for (const pid of left) process.kill(Number(pid), 'SIGKILL');
+  });
+
   it("an env dump holds only the allow-list, the card's variables and the lane's: no secret of the stack", async () => {
     const card = await attack('env-dump');
     expect(card.state).toBe('done');
@@ -298,6 +315,14 @@ describe.each(modes)('hostile agents through a real `lanes up` (%s)', (mode) => 
     expect(everything.cards.includes(redis.url)).toBe(false);
   });
 });
+
+function readCmdline(pid: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 
 function rssKb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')

@@ -71,7 +71,13 @@ async function runSteps(deps: RunDeps, input: RunInput, prepared?: Promise<RunOu
   let last: CheckedCommand | undefined;
   for (const { step, argv, timeoutMs } of steps) {
     last = await inStepSpan(handle, step, (traceparent) =>
-      checkedExec(handle, argv, { cwd: paths.workDir, env: withTraceparent(env, traceparent), timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput }, deps),
+      // The agent is the card's last command: what it leaves running ends with it (endLeftovers).
+      checkedExec(
+        handle,
+        argv,
+        { cwd: paths.workDir, env: withTraceparent(env, traceparent), timeoutMs, signal, killGraceMs: lane.killGraceMs, onOutput, endLeftovers: step === 'agent' },
+        deps,
+      ),
     );
     const stop = interruption(last, step);
     if (stop && !(step === 'agent' && stop.kind === 'cancelled' && answered(last) && input.answerOutlivesStop?.())) return stop;

@@ -1,6 +1,6 @@
 // The root of one local sandbox. Runs on bare `node` (no tsx, no build) and is spoken to by the host
 // over its stdio, one JSON object per line:
-//   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?} | {op:'cancel',id}
+//   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?,endLeftovers?} | {op:'cancel',id}
 //   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled,alone}
 //                | {t:'ending',code} (the init is ending the sandbox and will exit with code)
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
@@ -44,6 +44,9 @@ const END_SWEEP_LIMIT_MS = 500;
 const LIFELINE_FD = Number(process.env[LIFELINE_FD_ENV] ?? '-1');
 // Commands have no use for it.
 delete process.env[LIFELINE_FD_ENV];
+/** Set by the host for a sandbox in a PID namespace of its own: every process this init can see is the sandbox's. */
+const OWN_PIDS = process.env.LANES_SANDBOX_OWN_PIDS === '1';
+delete process.env.LANES_SANDBOX_OWN_PIDS;
 
 // Once the host is gone (worker SIGKILLed) writes fail with EPIPE. The sandbox must survive that so
 // the supervisor can reap it by id, so channel errors are swallowed, never fatal.
@@ -103,7 +106,7 @@ function dispatch(line) {
   }
 }
 
-function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
+function startCommand({ id, argv, cwd, env, timeoutMs, graceMs, endLeftovers }) {
   const execTag = `${SANDBOX_ID}:${id}`;
   let child;
   try {
@@ -185,13 +188,19 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs }) {
       if (rest.length > 0) send({ t: 'out', id, s: index + 1, d: rest });
     }
     commands.delete(id);
+    let alone = commands.size === 0 && aloneInSandbox();
+    // A card's last command: nothing it left running may reach the next card.
+    if (endLeftovers && commands.size === 0 && !alone) {
+      await killLeftovers();
+      alone = aloneInSandbox();
+    }
     send({
       t: 'exit',
       id,
       code: exitCode,
       timedOut: command.stopReason === 'timeout',
       cancelled: command.stopReason === 'cancelled',
-      alone: commands.size === 0 && aloneInSandbox(),
+      alone,
     });
   });
 }
@@ -238,6 +247,46 @@ function reportSpawnFailure(id, argv, cwd, error) {
  * output) before this process exits, as Modal reports the execs of a task it ends; a poll between
  * that report and the exit must not find the sandbox live (the host reads `ending`).
  */
+/**
+ * Kills every process of the sandbox but this init and its parent (in a namespace, pid 1), pass
+ * after pass until none is left or END_SWEEP_LIMIT_MS: what a finished command left running. In a
+ * PID namespace that is every process this init sees (`kill -1` reaches the namespace's alone, and
+ * spares its pid 1 and the caller), a daemon that dropped its environment too; in a process group,
+ * the processes that carry the sandbox's id.
+ */
+function killLeftovers() {
+  const exclude = new Set([process.pid, process.ppid]);
+  const deadline = Date.now() + END_SWEEP_LIMIT_MS;
+  const bornSince = readStat(process.pid)?.startTime;
+  const unreadable = unreadableTracker(UNREADABLE_SETTLE_MS);
+  const pass = () => {
+    if (OWN_PIDS) {
+      try {
+        process.kill(-1, 'SIGKILL');
+      } catch {
+        // none left to signal
+      }
+      return aloneInSandbox();
+    }
+    const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude, bornSince);
+    for (const p of found.members) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    return found.members.length === 0 && unreadable.settling(found.unreadable) === 0;
+  };
+  return new Promise((resolve) => {
+    const sweep = () => {
+      if (pass() || Date.now() > deadline) resolve();
+      else setTimeout(sweep, END_SWEEP_INTERVAL_MS);
+    };
+    sweep();
+  });
+}
+
 let ending = false;
 function endSandbox(exitCode) {
   if (ending) return;

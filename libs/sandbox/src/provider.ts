@@ -15,6 +15,13 @@ export interface ExecOptions {
   killGraceMs?: number;
   /** Live output, e.g. for the BullMQ job log. */
   onOutput?: (stream: OutputStream, chunk: string) => void;
+  /**
+   * A card's last command: once it has exited, every other process still in the sandbox (a server
+   * it left in the background, a daemon that left its group) is killed before the result comes back,
+   * so the next card starts in a sandbox with nothing of this one running. Local sandboxes; a Modal
+   * sandbox keeps them (README "Threat model").
+   */
+  endLeftovers?: boolean;
 }
 
 export interface ReadFileOptions {

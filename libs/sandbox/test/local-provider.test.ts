@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readlinkSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { ConnectTimeoutError, IllegalStateError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
@@ -20,6 +20,20 @@ const modes: IsolationMode[] = detectIsolation() === 'pid-namespace' ? ['pid-nam
 
 function marked(nonce: string): number[] {
   return findByEnvEntry(`CONTRACT_TREE=${nonce}`).map((p) => p.pid);
+}
+
+function listPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
+function cmdline(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 function uniqueNonce(label: string): string {
@@ -95,6 +109,30 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     // Both polite signals were ignored, so both graces were waited out.
     expect(result.durationMs).toBeGreaterThanOrEqual(2 * TEST_KILL_GRACE_MS);
     expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+  });
+
+  it('endLeftovers: what a finished command left running is gone when its result comes back; without it, it stays', async () => {
+    const { provider } = await setup();
+    const handle = await provider.create(testSpec());
+    const nonce = uniqueNonce('leftover');
+    const leave = 'sleep 300 & setsid sleep 300 & ( setsid sleep 300 & ); echo left';
+    expect((await handle.exec(['sh', '-c', leave], { env: { CONTRACT_TREE: nonce } })).stdout).toBe('left\n');
+    expect(marked(nonce)).toHaveLength(3);
+    // The card's last command: its own leftovers and the earlier command's are ended before it answers.
+    const last = await handle.exec(['sh', '-c', leave], { env: { CONTRACT_TREE: nonce }, endLeftovers: true });
+    expect(last).toMatchObject({ exitCode: 0, stdout: 'left\n' });
+    expect(marked(nonce)).toEqual([]);
+    expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+  });
+
+  it.runIf(isolation === 'pid-namespace')('endLeftovers also ends a daemon that dropped its environment (the PID namespace is the sandbox)', async () => {
+    const { provider } = await setup();
+    const handle = await provider.create(testSpec());
+    // No marker to find it by: a unique sleep, seen from the host by its command line.
+    const duration = `300.${process.pid}${Date.now() % 100_000}`;
+    const byCommandLine = () => listPids().filter((pid) => cmdline(pid) === `sleep\0${duration}\0`);
+    await handle.exec(['sh', '-c', `env -i setsid sleep ${duration} > /dev/null 2>&1 & echo left`], { endLeftovers: true });
+    expect(byCommandLine()).toEqual([]);
   });
 
   it('a command that obeys SIGINT is not escalated further', async () => {

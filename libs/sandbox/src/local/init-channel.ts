@@ -21,6 +21,8 @@ export type InitRequest =
       env?: Record<string, string>;
       timeoutMs?: number;
       graceMs: number;
+      /** Kill what the command left running once it has exited (ExecOptions.endLeftovers). */
+      endLeftovers?: boolean;
     };
 
 /**

@@ -144,7 +144,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     const workdir = join(dir, 'work');
     const isolation = this.isolation;
     // Refusals (a secret lanes may not hand out, a mode the machine cannot do) come before anything is made.
-    const env = this.sandboxEnv(spec, id, workdir);
+    const env = this.sandboxEnv(spec, id, workdir, isolation);
     if (isolation === 'separate-uid') this.assertSeparateUid();
     await mkdir(workdir, { recursive: true });
     const agent = isolation === 'separate-uid' ? this.separateUid(id, dir, workdir) : undefined;
@@ -261,7 +261,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.spawner.close();
   }
 
-  private sandboxEnv(spec: SandboxSpec, id: string, workdir: string): NodeJS.ProcessEnv {
+  private sandboxEnv(spec: SandboxSpec, id: string, workdir: string, isolation: IsolationMode): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {
       ...this.baseEnv,
       ...this.secrets(spec.secrets ?? []),
@@ -271,6 +271,8 @@ export class LocalSandboxProvider implements SandboxProvider {
       LANES_SANDBOX_LIFELINE_FD: String(LIFELINE_FD),
     };
     if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
+    // The init may then end leftovers by signalling all it can see (kill -1): only the namespace's.
+    if (isolation !== 'process-group') env.LANES_SANDBOX_OWN_PIDS = '1';
     return env;
   }
 

@@ -288,7 +288,8 @@ export class LocalSandbox implements SandboxHandle {
         settle();
         rejectPromise(error);
       };
-      const id = channel.request({ op: 'exec', argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, graceMs }, (event) => {
+      const { cwd, env, timeoutMs, endLeftovers } = options;
+      const id = channel.request({ op: 'exec', argv, cwd, env, timeoutMs, graceMs, endLeftovers }, (event) => {
         switch (event.t) {
           case 'started':
             pgid = event.pid;
