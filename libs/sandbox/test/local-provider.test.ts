@@ -125,6 +125,13 @@ describe.each(modes)('local provider (%s)', (isolation) => {
     expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
   });
 
+  it.runIf(isolation === 'process-group')("a spec cannot tell a process-group init that it owns every process it sees (it would end the host's)", async () => {
+    const { provider } = await setup();
+    const handle = await provider.create({ ...testSpec(), env: { LANES_SANDBOX_OWN_PIDS: '1' } });
+    // The root is the init here: its environment as it was started.
+    expect(readFileSync(`/proc/${handle.pid}/environ`, 'utf8').split('\0')).not.toContain('LANES_SANDBOX_OWN_PIDS=1');
+  });
+
   it.runIf(isolation === 'pid-namespace')('endLeftovers also ends a daemon that dropped its environment (the PID namespace is the sandbox)', async () => {
     const { provider } = await setup();
     const handle = await provider.create(testSpec());

@@ -272,7 +272,9 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     if (spec.timeoutMs !== undefined) env.LANES_SANDBOX_LIFETIME_MS = String(spec.timeoutMs);
     // The init may then end leftovers by signalling all it can see (kill -1): only the namespace's.
-    if (isolation !== 'process-group') env.LANES_SANDBOX_OWN_PIDS = '1';
+    // Never from a spec: in a process group, all it can see is the host.
+    if (isolation === 'process-group') delete env.LANES_SANDBOX_OWN_PIDS;
+    else env.LANES_SANDBOX_OWN_PIDS = '1';
     return env;
   }
 
