@@ -187,13 +187,17 @@ function startCommand({ id, argv, cwd, env, timeoutMs, graceMs, endLeftovers }) 
       const rest = decoders[index].end();
       if (rest.length > 0) send({ t: 'out', id, s: index + 1, d: rest });
     }
-    commands.delete(id);
-    let alone = commands.size === 0 && aloneInSandbox();
-    // A card's last command: nothing it left running may reach the next card.
-    if (endLeftovers && commands.size === 0 && !alone) {
+    // The command stays in `commands` until its exit is sent: a sandbox that ends meanwhile
+    // (endSandbox) reports it first and exits only once `commands` is empty.
+    const othersRunning = commands.size > 1;
+    let alone = !othersRunning && aloneInSandbox();
+    // A card's last command: nothing it left running may reach the next card (an ending sandbox
+    // takes everything with it anyway).
+    if (endLeftovers && !othersRunning && !alone && !ending) {
       await killLeftovers();
       alone = aloneInSandbox();
     }
+    commands.delete(id);
     send({
       t: 'exit',
       id,
