@@ -7,9 +7,6 @@
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
-/** The same, less the tab: an output line keeps its own indentation. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
-const UNSAFE_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 /** SGR (colour, bold, reset): it changes how text looks, never where it goes; kept in output, as `less -R` keeps it. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC opens the sequence it keeps
 const SGR = /(\u001b\[[0-9;:]*m)/;
@@ -27,8 +24,11 @@ export function printable(text: string): string {
 /** An agent's output line: the same, but its tabs and SGR colour sequences are printed as they are. */
 export function printableOutput(line: string): string {
   // split() with a capture group: the odd parts are the SGR sequences themselves.
-  return line
-    .split(SGR)
-    .map((part, i) => (i % 2 === 1 ? part : part.replace(UNSAFE_BUT_TAB, escaped)))
-    .join('');
+  return (
+    line
+      .split(SGR)
+      // An output line keeps its own indentation: its tabs stay.
+      .map((part, i) => (i % 2 === 1 ? part : part.replace(UNSAFE, (c) => (c === '\t' ? c : escaped(c)))))
+      .join('')
+  );
 }

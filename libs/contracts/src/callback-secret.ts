@@ -22,8 +22,7 @@ export type CallbackSecretConfig = z.infer<typeof CallbackSecretConfigSchema>;
 
 /** The variables a lane's callback secret is read from: never handed to an agent. */
 export function callbackSecretEnvNames(secret: CallbackSecretConfig | undefined): string[] {
-  if (!secret) return [];
-  return secret.previousFromEnv === undefined ? [secret.fromEnv] : [secret.fromEnv, secret.previousFromEnv];
+  return [secret?.fromEnv, secret?.previousFromEnv].filter((name) => name !== undefined);
 }
 
 /**

@@ -228,7 +228,7 @@ function aloneInSandbox() {
   }
 }
 
-/** Shell conventions: 127 "not found", 126 "found but could not run". */
+/** A command that could not start; one the process cap stopped ends the sandbox (PROCESS_CAP_EXIT_CODE). */
 function spawnFailed(id, argv, cwd, error) {
   if (error?.code !== 'EAGAIN') return reportSpawnFailure(id, argv, cwd, error);
   // No exit for this command: the host learns of it as of any command a sandbox's death cut short.
@@ -236,6 +236,7 @@ function spawnFailed(id, argv, cwd, error) {
   endSandbox(PROCESS_CAP_EXIT_CODE);
 }
 
+/** Shell conventions: 127 "not found", 126 "found but could not run". */
 function reportSpawnFailure(id, argv, cwd, error) {
   const code = error?.code === 'ENOENT' ? 127 : 126;
   const detail = `lanes-init: cannot run ${JSON.stringify(argv[0])} in ${JSON.stringify(cwd || WORKDIR)}: ${error?.code ?? error}\n`;
@@ -244,34 +245,15 @@ function reportSpawnFailure(id, argv, cwd, error) {
 }
 
 /**
- * Ends the whole sandbox. Inside a PID namespace our exit takes everything with it (pid 1 is the
- * sh that waits for us); in a plain process group commands run in their own sessions, so every
- * process carrying this sandbox's id is SIGKILLed, pass after pass until none is left, first.
- * The host is told first, and each command killed here is reported like any exit (137, with its
- * output) before this process exits, as Modal reports the execs of a task it ends; a poll between
- * that report and the exit must not find the sandbox live (the host reads `ending`).
+ * A pass that SIGKILLs every process carrying this sandbox's id but this init and its parent (in a
+ * namespace, pid 1). Every member is born after this init; one caught mid-exec reads as unreadable
+ * and is read again. Each call returns whether none is left and none unreadable is still settling.
  */
-/**
- * Kills every process of the sandbox but this init and its parent (in a namespace, pid 1), pass
- * after pass until none is left or END_SWEEP_LIMIT_MS: what a finished command left running. In a
- * PID namespace that is every process this init sees (`kill -1` reaches the namespace's alone, and
- * spares its pid 1 and the caller), a daemon that dropped its environment too; in a process group,
- * the processes that carry the sandbox's id.
- */
-function killLeftovers() {
+function markedKiller() {
   const exclude = new Set([process.pid, process.ppid]);
-  const deadline = Date.now() + END_SWEEP_LIMIT_MS;
   const bornSince = readStat(process.pid)?.startTime;
   const unreadable = unreadableTracker(UNREADABLE_SETTLE_MS);
-  const pass = () => {
-    if (OWN_PIDS) {
-      try {
-        process.kill(-1, 'SIGKILL');
-      } catch {
-        // none left to signal
-      }
-      return aloneInSandbox();
-    }
+  return () => {
     const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude, bornSince);
     for (const p of found.members) {
       try {
@@ -282,40 +264,56 @@ function killLeftovers() {
     }
     return found.members.length === 0 && unreadable.settling(found.unreadable) === 0;
   };
-  return new Promise((resolve) => {
-    const sweep = () => {
-      if (pass() || Date.now() > deadline) resolve();
-      else setTimeout(sweep, END_SWEEP_INTERVAL_MS);
-    };
-    sweep();
-  });
 }
 
+/** Runs `pass` every END_SWEEP_INTERVAL_MS until it says done, or END_SWEEP_LIMIT_MS have gone; then `then`. */
+function sweepUntil(pass, then) {
+  const deadline = Date.now() + END_SWEEP_LIMIT_MS;
+  const sweep = () => {
+    if (pass() || Date.now() > deadline) then();
+    else setTimeout(sweep, END_SWEEP_INTERVAL_MS);
+  };
+  sweep();
+}
+
+/**
+ * Kills what a finished command left running: every process of the sandbox but this init and pid
+ * 1. In a PID namespace that is every process this init sees (`kill -1` reaches the namespace's
+ * alone, and spares its pid 1 and the caller), a daemon that dropped its environment too; in a
+ * process group, the processes that carry the sandbox's id.
+ */
+function killLeftovers() {
+  const killMarked = markedKiller();
+  const killSeen = () => {
+    try {
+      process.kill(-1, 'SIGKILL');
+    } catch {
+      // none left to signal
+    }
+    return aloneInSandbox();
+  };
+  return new Promise((resolve) => sweepUntil(OWN_PIDS ? killSeen : killMarked, resolve));
+}
+
+/**
+ * Ends the whole sandbox. Inside a PID namespace our exit takes everything with it (pid 1 is the
+ * sh that waits for us); in a plain process group commands run in their own sessions, so every
+ * process carrying this sandbox's id is SIGKILLed, pass after pass until none is left, first.
+ * The host is told first, and each command killed here is reported like any exit (137, with its
+ * output) before this process exits, as Modal reports the execs of a task it ends; a poll between
+ * that report and the exit must not find the sandbox live (the host reads `ending`).
+ */
 let ending = false;
 function endSandbox(exitCode) {
   if (ending) return;
   ending = true;
   send({ t: 'ending', code: exitCode });
-  const exclude = new Set([process.pid, process.ppid]);
-  const deadline = Date.now() + END_SWEEP_LIMIT_MS;
-  // Every member is born after this init; one caught mid-exec reads as unreadable and is read again.
-  const bornSince = readStat(process.pid)?.startTime;
-  const unreadable = unreadableTracker(UNREADABLE_SETTLE_MS);
-  const sweep = () => {
-    const found = scanEnvEntry(`${SANDBOX_ID_ENV}=${SANDBOX_ID}`, exclude, bornSince);
-    for (const p of found.members) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    // `commands` empties as each killed command's exit is sent (after its output drains).
-    const swept = found.members.length === 0 && unreadable.settling(found.unreadable) === 0 && commands.size === 0;
-    if (swept || Date.now() > deadline) process.exit(exitCode);
-    setTimeout(sweep, END_SWEEP_INTERVAL_MS);
-  };
-  sweep();
+  const killMarked = markedKiller();
+  // `commands` empties as each killed command's exit is sent (after its output drains).
+  sweepUntil(
+    () => killMarked() && commands.size === 0,
+    () => process.exit(exitCode),
+  );
 }
 
 if (LIFELINE_FD >= 0) {
