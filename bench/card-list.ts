@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Card, CardPage } from '@lanes/contracts';
+import { defaults, type Card, type CardPage } from '@lanes/contracts';
 import { CardStore, createRedis, keys, type CardMove } from '@lanes/queue';
 import { PROJECT_DIR, freePort } from '@lanes/cli';
 import { startRedis, waitFor } from '../test/harness/index.js';
@@ -51,7 +51,7 @@ const dir = mkdtempSync(join(tmpdir(), 'lanes-bench-list-'));
 let api: ChildProcess | undefined;
 try {
   const config = join(dir, 'lanes.json');
-  writeFileSync(config, JSON.stringify({ lanes: LANES.map((name) => ({ name, agent: ['true'] })) }));
+  writeFileSync(config, JSON.stringify({ lanes: LANES.map((name) => ({ name, agent: ['true'], maxOpenCards: defaults.MAX_OPEN_CARDS_LIMIT })) }));
   const port = await freePort();
   api = spawn(process.execPath, [join(PROJECT_DIR, 'apps/cli/bin/lanes.js'), 'api', '--config', config], {
     env: { PATH: process.env.PATH ?? '', HOME: dir, REDIS_URL: redisServer.url, LANES_PORT: String(port), LANES_LOG_LEVEL: 'warn' },

@@ -27,7 +27,7 @@
 import { parseArgs } from 'node:util';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { LaneConfigSchema, agentLimits, type Card } from '@lanes/contracts';
+import { LaneConfigSchema, agentLimits, defaults, type Card } from '@lanes/contracts';
 import { CardStore, LaneQueues, QUEUE_PREFIX, appendJobLog, keys, queueName } from '@lanes/queue';
 import { startRedis, waitFor } from '../test/harness/index.js';
 
@@ -62,7 +62,8 @@ const typicalCard = (i: number): Card => ({
 
 const server = await startRedis();
 const redis = new Redis(server.url, { maxRetriesPerRequest: null });
-const lane = LaneConfigSchema.parse({ name: LANE, agent: ['true'] });
+// Every card of the run is queued at once: the lane's bound on open cards must hold them all.
+const lane = LaneConfigSchema.parse({ name: LANE, agent: ['true'], maxOpenCards: defaults.MAX_OPEN_CARDS_LIMIT });
 const store = new CardStore({ redis, now: Date.now, lanes: [lane] });
 const queues = new LaneQueues({ redis, store, lanes: [lane] });
 const jq = `${QUEUE_PREFIX}:${queueName(LANE)}`;

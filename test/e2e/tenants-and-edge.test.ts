@@ -379,6 +379,58 @@ describe('boards are tenants: scoped tokens over a real API and Redis', () => {
   });
 });
 
+describe("one board's flood stops at its lane's maxOpenCards; another board's lane takes cards as ever", () => {
+  let redis: TestRedis;
+  let conn: Redis;
+  let t: TestStack;
+  const WRITER_B = 'lane-b-write-token-value-5d01';
+  const MAX = 40;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    t = await startTestStack(redis.url, [{ ...LANES[0]!, maxOpenCards: MAX }, LANES[1]!], {
+      parts: { api: true, worker: false, supervisor: false },
+      scopedTokens: [
+        { name: 'board-a', fromEnv: 'BOARD_A_TOKEN', lanes: ['lane-a'], role: 'write' },
+        { name: 'board-b', fromEnv: 'BOARD_B_TOKEN', lanes: ['lane-b'], role: 'write' },
+      ],
+      tokenEnv: { BOARD_A_TOKEN: WRITER_A, BOARD_B_TOKEN: WRITER_B },
+    });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    conn?.disconnect();
+    await redis?.stop();
+  });
+
+  it('fills lane A to its bound, then 429 LANE_FULL naming the field and the bound, with nothing queued; lane B is untouched; an ended card frees a place', async () => {
+    const a = apiClient(t.stack.url!, WRITER_A);
+    const b = apiClient(t.stack.url!, WRITER_B);
+    const cards = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, lane: 'lane-a', title: 'flood' }));
+    expect((await a.request('POST', '/v1/cards', { cards: cards('fill', MAX - 1) })).status).toBe(202);
+    // A batch that would pass the bound is refused whole, though one of its cards would fit.
+    const over = await a.request<ErrorBody>('POST', '/v1/cards', { cards: cards('over', 2) });
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe('LANE_FULL');
+    expect(over.body.error.issues).toEqual([
+      { path: 'cards.0.lane', message: `lane "lane-a" holds ${MAX - 1} open cards (queued, running or blocked); 2 more would pass its maxOpenCards of ${MAX}` },
+    ]);
+    expect(await conn.exists('lanes-store:card:over-0', 'lanes-store:card:over-1', 'lanes:lane-a:over-0', 'lanes:lane-a:over-1')).toBe(0);
+    expect((await a.request('POST', '/v1/cards', { id: 'last', lane: 'lane-a', title: 'fits' })).status).toBe(202);
+    const single = await a.request<ErrorBody>('POST', '/v1/cards', { id: 'one-more', lane: 'lane-a', title: 'no room' });
+    expect([single.status, single.body.error.code, single.body.error.issues?.[0]?.path]).toEqual([429, 'LANE_FULL', 'lane']);
+    expect(await conn.llen('lanes:lane-a:wait')).toBe(MAX);
+    // A repeat of a card it holds is answered, not refused: a board retrying its own post learns its card's state.
+    expect((await a.request<{ state: string }>('POST', '/v1/cards', { id: 'last', lane: 'lane-a', title: 'fits' })).status).toBe(200);
+    // The other tenant's lane takes cards as ever.
+    expect((await b.request('POST', '/v1/cards', { cards: Array.from({ length: MAX + 5 }, (_, i) => ({ id: `b-${i}`, lane: 'lane-b', title: 'mine' })) })).status).toBe(202);
+    // An ended card gives its place back.
+    expect((await a.request<{ state: string }>('POST', '/v1/cards/fill-0/cancel')).body.state).toBe('cancelled');
+    expect((await a.request('POST', '/v1/cards', { id: 'one-more', lane: 'lane-a', title: 'room now' })).status).toBe(202);
+  });
+});
+
 describe('the edge in open mode (no tokens)', () => {
   let redis: TestRedis;
   let t: TestStack;

@@ -89,6 +89,16 @@ export const MAX_CARD_METADATA_BYTES = 64 * 1024;
  */
 export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;
 /**
+ * Cards a lane holds open (queued, running or blocked) at which a POST that would add more is
+ * refused (429 LANE_FULL), nothing of it queued. A board is a tenant: without a bound, one board's
+ * flood fills Redis to its maxmemory and every other board's enqueues fail with it. An open card
+ * takes ~3.5 KiB of Redis (README "Sizing"), so the default holds a lane to ~35 MiB; at minutes
+ * per card it is days of backlog for a lane of a few slots.
+ */
+export const DEFAULT_MAX_OPEN_CARDS = 10_000;
+/** The largest `maxOpenCards` a lane may set (~3.4 GiB of Redis at ~3.5 KiB a card). */
+export const MAX_OPEN_CARDS_LIMIT = 1_000_000;
+/**
  * SSE (`GET /v1/events`) limits. Every stream is served from one Redis reader per API process, so these
  * bound sockets and memory, not Redis connections: a board or a browser tab needs a few streams, 20 per
  * token leaves room for reconnect overlap, and 200 per process × the buffer cap bounds the worst case at 50 MiB.

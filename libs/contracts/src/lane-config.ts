@@ -133,6 +133,8 @@ export const LaneConfigSchema = z
     maxRunningPerKey: MaxRunningPerKeySchema.optional(),
     /** Whether a newer card of a `supersedeKey` cancels a running earlier one too (`cancel-running`), or only one not yet started. A card's own `supersede` wins. */
     supersede: SupersedeModeSchema.default(DEFAULT_SUPERSEDE_MODE),
+    /** Open cards (queued, running or blocked) at which a POST adding more is refused, 429 LANE_FULL (DEFAULT_MAX_OPEN_CARDS). */
+    maxOpenCards: z.number().int().positive().max(D.MAX_OPEN_CARDS_LIMIT).default(D.DEFAULT_MAX_OPEN_CARDS),
     /** The lane's own callback secret (its board's alone); unset: LANES_CALLBACK_SECRET signs its callbacks. */
     callbackSecret: CallbackSecretConfigSchema.optional(),
   })

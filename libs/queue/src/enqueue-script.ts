@@ -34,6 +34,11 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * of the batch guarded, while the callback stream holds ARGV 9 entries or more (0: no bound): its
  * entries stay until delivered, so past the bound a card whose callback could not be owed is not taken.
  *
+ * A batch that would take a lane past its bound on open cards (ARGV 11: `lane max` pairs, space
+ * separated; a lane not named has none) is refused whole the same way: a lane's open cards are those
+ * queued, running or blocked, counted from its listing indexes, against the new ids of the batch on
+ * it. Ids that exist are not new, so a re-post of a full lane's cards is still answered.
+ *
  * Under Redis's maxmemory (noeviction) the script's first write is one Redis refuses (HSET, INCR),
  * so a full Redis refuses the whole script with nothing written (OOM); in the MULTI the adds are
  * refused the same way. Nothing of an enqueue is half-written.
@@ -44,7 +49,7 @@ import { defineScriptsOnce } from './redis-scripts.js';
  *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
  *   unless this script writes the card's job and a key is '' for a card without one, 7 mode, 8 time (epoch
  *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
- *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS).
+ *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bound on open cards (`lane max lane max…`).
  *
  * A new card with a supersede key becomes its key's newest (`keys.supersedeLatest`) in the same
  * step its record is written, so two arrivals of one key are ordered, and each answers the card it
@@ -56,7 +61,8 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
  * `state/lane` as it was before, then one more: per card, the id of the card of its supersede key it
- * replaced as newest, or ''; or 'backlog' and the callback stream's length.
+ * replaced as newest, or ''; or 'backlog' and the callback stream's length; or 'full', the lane, its
+ * open cards and the new ones the batch would add.
  */
 const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
@@ -80,21 +86,24 @@ while pos <= #batch do
   jsons[n] = string.sub(batch, t7 + 1, nl - 1)
   pos = nl + 1
 end
+-- A refused batch: every add BullMQ makes after this script (writeJobs off) finds a guard and does nothing.
+local function guardAll()
+  if not inMulti then return end
+  for j = 1, n do
+    local job = qp .. ':' .. lanes[j] .. ':' .. ids[j]
+    if jobOpts[j] == '' and redis.call('EXISTS', job) == 0 then
+      redis.call('HSET', job, 'lanesEnqueueGuard', '1')
+      redis.call('SADD', KEYS[2], job)
+    end
+  end
+end
 local backlogMax = tonumber(ARGV[9]) or 0
 if backlogMax > 0 then
   for i = 1, n do
     if cbs[i] == '1' then
       local length = redis.call('XLEN', KEYS[3])
       if length < backlogMax then break end
-      if inMulti then
-        for j = 1, n do
-          local job = qp .. ':' .. lanes[j] .. ':' .. ids[j]
-          if jobOpts[j] == '' and redis.call('EXISTS', job) == 0 then
-            redis.call('HSET', job, 'lanesEnqueueGuard', '1')
-            redis.call('SADD', KEYS[2], job)
-          end
-        end
-      end
+      guardAll()
       return {'backlog', tostring(length)}
     end
   end
@@ -110,6 +119,28 @@ for i = 1, n do
   if existing[1] then
     states[i], before[i] = existing[1], existing[2] or ''
     if inMulti and before[i] ~= lanes[i] then conflict = true end
+  end
+end
+-- Each lane's bound on open cards (ARGV 11): the new ids a lane would take, against those it holds
+-- in its queued, running and blocked indexes (each card is in exactly one index of its state).
+if inMulti and not conflict then
+  local caps = {}
+  for lane, max in string.gmatch(ARGV[11] or '', '(%S+) (%d+)') do caps[lane] = tonumber(max) end
+  local adding, order, counted = {}, {}, {}
+  for i = 1, n do
+    if not states[i] and not counted[ids[i]] and caps[lanes[i]] then
+      counted[ids[i]] = true
+      if not adding[lanes[i]] then adding[lanes[i]] = 0; order[#order + 1] = lanes[i] end
+      adding[lanes[i]] = adding[lanes[i]] + 1
+    end
+  end
+  for _, lane in ipairs(order) do
+    local base = sp .. ':lane:' .. lane
+    local open = redis.call('ZCARD', base .. ':cards:queued') + redis.call('ZCARD', base .. ':cards:running') + redis.call('ZCARD', base .. ':blocked')
+    if open + adding[lane] > caps[lane] then
+      guardAll()
+      return {'full', lane, tostring(open), tostring(adding[lane])}
+    end
   end
 end
 local out, superseded = {}, {}
@@ -226,6 +257,7 @@ export function enqueueArgs(
   mode: EnqueueMode,
   jobOpts: readonly string[] = [],
   callbackBacklogMax = 0,
+  openCardsMax: ReadonlyMap<string, number> = new Map(),
 ): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
@@ -248,6 +280,7 @@ export function enqueueArgs(
     nowMs,
     callbackBacklogMax,
     SUPERSEDE_LATEST_TTL_MS,
+    [...openCardsMax].map(([lane, max]) => `${lane} ${max}`).join(' '),
   ];
 }
 
@@ -258,16 +291,23 @@ export function enqueueArgs(
 export type EnqueueReply = {
   conflict: boolean;
   callbackBacklog?: number;
+  /** The batch was refused whole: it would take `lane` past its bound on open cards. */
+  laneFull?: { lane: string; open: number; adding: number };
   before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined>;
   /** Per card: the card of its supersede key it replaced as newest, to be cancelled. */
   supersedes: Array<string | undefined>;
 };
 
-const ReplySchema = z.union([z.tuple([z.literal('backlog'), z.string()]), z.tuple([z.enum(['ok', 'conflict']), z.string(), z.string()])]);
+const ReplySchema = z.union([
+  z.tuple([z.literal('backlog'), z.string()]),
+  z.tuple([z.literal('full'), z.string(), z.string(), z.string()]),
+  z.tuple([z.enum(['ok', 'conflict']), z.string(), z.string()]),
+]);
 
 export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
   const reply = ReplySchema.parse(raw);
   if (reply[0] === 'backlog') return { conflict: false, callbackBacklog: Number(reply[1]), before: [], supersedes: [] };
+  if (reply[0] === 'full') return { conflict: false, laneFull: { lane: reply[1], open: Number(reply[2]), adding: Number(reply[3]) }, before: [], supersedes: [] };
   const [status, states, replaced] = reply;
   const parts = states.split(',');
   const supersedes = replaced.split(',').map((id) => (id === '' ? undefined : id));

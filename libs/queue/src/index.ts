@@ -24,6 +24,7 @@ export {
   type EnqueueOutcome,
   type EnqueueManyResult,
   type CallbackBacklog,
+  type LaneFull,
   type CommandOutcome,
 } from './lane-queues.js';
 export { FleetStore, SANDBOX_RECORD_TTL_S, type BreakerStatus, type LaneHealth } from './fleet-store.js';

@@ -56,12 +56,24 @@ export type EnqueueOutcome = { created: true; id: string; state: CardState } | {
 
 /**
  * A batch is enqueued whole, or refused whole when an id already belongs to a card on another
- * lane, or when a card of it has a callbackUrl and the callback backlog is at its bound.
+ * lane, when a card of it has a callbackUrl and the callback backlog is at its bound, or when its
+ * new cards would take a lane past its `maxOpenCards`.
  */
 export type EnqueueManyResult =
   | { ok: true; results: EnqueueOutcome[] }
   | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> }
-  | { ok: false; callbackBacklog: CallbackBacklog };
+  | { ok: false; callbackBacklog: CallbackBacklog }
+  | { ok: false; laneFull: LaneFull };
+
+/** A batch refused because it would take a lane past its `maxOpenCards`. */
+export interface LaneFull {
+  lane: string;
+  /** The lane's open cards (queued, running or blocked) when the batch came. */
+  open: number;
+  /** The new cards the batch would have added to the lane. */
+  adding: number;
+  max: number;
+}
 
 /** A blocked card as CardStore.blocked lists it. */
 export type BlockedEntry = { id: string; blockedReason: BlockedReason; since: number };
@@ -110,6 +122,7 @@ export class LaneQueues {
   private readonly now: () => number;
   private readonly writeJobs: boolean;
   readonly callbackBacklogMax: number;
+  private readonly openCardsMax = new Map<string, number>();
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
@@ -119,6 +132,7 @@ export class LaneQueues {
     defineScriptsOnce(deps.redis, SCRIPTS);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
+      this.openCardsMax.set(lane.name, lane.maxOpenCards);
       // With tracing on, BullMQ's own add carries the caller's trace to the job (job-trace.ts).
       const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX, ...bullmqTelemetry() });
       queue.on('error', deps.onError ?? (() => undefined));
@@ -146,6 +160,7 @@ export class LaneQueues {
   async enqueue(card: Card): Promise<EnqueueOutcome> {
     const out = await this.enqueueMany([card]);
     if (!out.ok && 'callbackBacklog' in out) throw new Error(`card ${card.id} refused: ${out.callbackBacklog.length} callbacks wait for delivery`);
+    if (!out.ok && 'laneFull' in out) throw new Error(`card ${card.id} refused: lane ${card.lane} holds ${out.laneFull.open} open cards (maxOpenCards ${out.laneFull.max})`);
     if (!out.ok) throw new Error(`card ${card.id} already exists on lane "${out.conflicts[0]?.lane}"`);
     return out.results[0]!;
   }
@@ -168,9 +183,10 @@ export class LaneQueues {
     if (cards.length === 0) return { ok: true, results: [] };
     if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
     const jobOpts = this.writeJobs ? cards.map((card) => withTraceMetadata(jobLayoutOpts(card, this.lanes.get(card.lane)!))) : [];
-    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax);
+    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax, this.openCardsMax);
     const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
     if (reply.callbackBacklog !== undefined) return { ok: false, callbackBacklog: { length: reply.callbackBacklog, max: this.callbackBacklogMax } };
+    if (reply.laneFull !== undefined) return { ok: false, laneFull: { ...reply.laneFull, max: this.openCardsMax.get(reply.laneFull.lane)! } };
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     await this.supersedeAll(cards, reply.supersedes);
     return {
@@ -209,6 +225,9 @@ export class LaneQueues {
       const backlog = await this.callbackBacklog();
       if (backlog.length >= backlog.max) return { ok: false, callbackBacklog: backlog };
     }
+    // Checked, then written: two such enqueues at once may pass the bound by one each (this path is for another BullMQ version).
+    const full = await this.laneFull(card);
+    if (full) return { ok: false, laneFull: full };
     const [created] = await this.deps.store.createMany([card]);
     if (!created!.created && created!.lane !== card.lane) return { ok: false, conflicts: [{ index: 0, id: card.id, lane: created!.lane }] };
     const queue = this.queues.get(card.lane)!;
@@ -217,6 +236,27 @@ export class LaneQueues {
     }
     await this.supersedeAll([card], [created!.supersedes]);
     return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
+  }
+
+  /** The lane's bound, were `card` (if new) added to it; undefined while it has room or the card exists. */
+  private async laneFull(card: Card): Promise<LaneFull | undefined> {
+    const max = this.openCardsMax.get(card.lane)!;
+    const open = (await this.openCards([card.lane]))[0]!;
+    if (open < max || (await this.deps.store.lane(card.id)) !== undefined) return undefined;
+    return { lane: card.lane, open, adding: 1, max };
+  }
+
+  /** Each lane's open cards: queued, running or blocked (one ZCARD per index, in one round trip). */
+  async openCards(lanes: readonly string[]): Promise<number[]> {
+    const pipeline = this.deps.redis.pipeline();
+    for (const lane of lanes) for (const state of ['queued', 'running', 'blocked'] as const) pipeline.zcard(keys.cardIndex(lane, state));
+    const replies = (await pipeline.exec()) ?? [];
+    return lanes.map((_, i) =>
+      replies.slice(i * 3, i * 3 + 3).reduce((sum, [err, count]) => {
+        if (err) throw err;
+        return sum + Number(count);
+      }, 0),
+    );
   }
 
   /** The callback stream's length (one XLEN) and the bound at which enqueues with a callbackUrl are refused. */

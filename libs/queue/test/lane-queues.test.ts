@@ -43,8 +43,8 @@ describe('LaneQueues on real Redis', () => {
   }
 
   /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
-  function laneQueues({ writeJobs, callbackBacklogMax }: { writeJobs?: boolean; callbackBacklogMax?: number } = {}) {
-    const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3 });
+  function laneQueues({ writeJobs, callbackBacklogMax, maxOpenCards }: { writeJobs?: boolean; callbackBacklogMax?: number; maxOpenCards?: number } = {}) {
+    const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3, ...(maxOpenCards !== undefined ? { maxOpenCards } : {}) });
     const queues = new LaneQueues({
       redis,
       store,
@@ -329,6 +329,42 @@ describe('LaneQueues on real Redis', () => {
     expect(await queue.getJob(quiet.id)).toBeDefined();
     await redis.del(keys.callbacks());
   });
+
+  it.each([
+    ['written by the script', true, 2],
+    ['added by BullMQ, in one MULTI', false, 2],
+    ['added by BullMQ, one card', false, 1],
+  ] as const)(
+    'a batch that would take a lane past its maxOpenCards is refused whole; ended cards free places, repeats are still answered (jobs %s)',
+    async (_how, writeJobs, size) => {
+      const { queues, queue, card, blockedCard } = laneQueues({ writeJobs, maxOpenCards: 4 });
+      const running = card();
+      const ending = card();
+      expect(await queues.enqueueMany([running, ending])).toMatchObject({ ok: true });
+      await store.transition(running, { to: 'running', attempt: 1, sandboxId: 'sb' }, await runAs(running, 'r'));
+      await blockedCard();
+      // Queued, running and blocked all count: 3 open, room for one.
+      expect(await queues.openCards([queue.name])).toEqual([3]);
+      const fourth = card();
+      expect(await queues.enqueueMany([fourth])).toMatchObject({ ok: true, results: [{ created: true }] });
+      // Full: a batch with a new card is refused whole, nothing of it written (its repeat neither).
+      const batch = [fourth, card()].slice(2 - size);
+      const refused = await queues.enqueueMany(batch);
+      expect(refused).toEqual({ ok: false, laneFull: { lane: queue.name, open: 4, adding: 1, max: 4 } });
+      const fresh = batch.at(-1)!;
+      expect(await store.get(fresh.id)).toBeUndefined();
+      expect(await queue.getJob(fresh.id)).toBeUndefined();
+      expect(await redis.exists(keys.enqueueGuards())).toBe(0);
+      expect(await queue.getJobCountByTypes('wait', 'prioritized', 'delayed', 'active')).toBe(4);
+      // A repeat adds nothing, so it is answered as ever.
+      expect(await queues.enqueueMany([fourth])).toMatchObject({ ok: true, results: [{ created: false, state: 'queued' }] });
+      // A card that ends gives its place back.
+      await store.transition(ending, { to: 'cancelled', attempt: 0 }, board);
+      expect(await queues.enqueueMany([fresh])).toMatchObject({ ok: true, results: [{ created: true }] });
+      expect(await queue.getJob(fresh.id)).toBeDefined();
+      expect(await queues.openCards([queue.name])).toEqual([4]);
+    },
+  );
 
   it.each(JOB_WRITERS)(
     "a card with a supersede key cancels its key's earlier card not yet started, in a batch or one by one; a running one only with cancel-running (job by $writer)",

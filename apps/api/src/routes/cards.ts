@@ -102,6 +102,15 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
       const { length, max } = out.callbackBacklog;
       throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);
     }
+    if (!out.ok && 'laneFull' in out) {
+      const { lane, open, adding, max } = out.laneFull;
+      const index = cards.findIndex((card) => card.lane === lane);
+      const issue = {
+        path: bulk ? `cards.${index}.lane` : 'lane',
+        message: `lane "${lane}" holds ${open} open cards (queued, running or blocked); ${adding} more would pass its maxOpenCards of ${max}`,
+      };
+      throw new ApiError(429, 'LANE_FULL', `${issue.path}: ${issue.message}; nothing was queued, post again as cards end`, [issue]);
+    }
     if (!out.ok) {
       // Ids are global, so a taken one cannot be hidden; the lane that holds it is named only in scope.
       const conflicts: ValidationIssue[] = out.conflicts.map((c) => ({
