@@ -385,18 +385,26 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
   let t: TestStack;
   const WRITER_B = 'lane-b-write-token-value-5d01';
   const MAX = 40;
+  const RETAINED = 25;
 
   beforeAll(async () => {
     redis = await startRedis();
     conn = new Redis(redis.url, { maxRetriesPerRequest: null });
-    t = await startTestStack(redis.url, [{ ...LANES[0]!, maxOpenCards: MAX }, LANES[1]!], {
-      parts: { api: true, worker: false, supervisor: false },
-      scopedTokens: [
-        { name: 'board-a', fromEnv: 'BOARD_A_TOKEN', lanes: ['lane-a'], role: 'write' },
-        { name: 'board-b', fromEnv: 'BOARD_B_TOKEN', lanes: ['lane-b'], role: 'write' },
+    t = await startTestStack(
+      redis.url,
+      [
+        { ...LANES[0]!, maxOpenCards: MAX },
+        { ...LANES[1]!, retention: { terminalCardDays: 7, maxCards: RETAINED } },
       ],
-      tokenEnv: { BOARD_A_TOKEN: WRITER_A, BOARD_B_TOKEN: WRITER_B },
-    });
+      {
+        parts: { api: true, worker: false, supervisor: false },
+        scopedTokens: [
+          { name: 'board-a', fromEnv: 'BOARD_A_TOKEN', lanes: ['lane-a'], role: 'write' },
+          { name: 'board-b', fromEnv: 'BOARD_B_TOKEN', lanes: ['lane-b'], role: 'write' },
+        ],
+        tokenEnv: { BOARD_A_TOKEN: WRITER_A, BOARD_B_TOKEN: WRITER_B },
+      },
+    );
   });
   afterAll(async () => {
     await t?.stop();
@@ -428,6 +436,25 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
     // An ended card gives its place back.
     expect((await a.request<{ state: string }>('POST', '/v1/cards/fill-0/cancel')).body.state).toBe('cancelled');
     expect((await a.request('POST', '/v1/cards', { id: 'one-more', lane: 'lane-a', title: 'room now' })).status).toBe(202);
+  });
+
+  it('a post-and-cancel loop keeps at most retention.maxCards finished cards: the oldest go, the newest stay readable', async () => {
+    const b = apiClient(t.stack.url!, WRITER_B);
+    const ids: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const batch = Array.from({ length: 20 }, (_, i) => ({ id: `loop-${round}-${i}`, lane: 'lane-b', title: 'churn' }));
+      expect((await b.request('POST', '/v1/cards', { cards: batch })).status).toBe(202);
+      for (const card of batch) {
+        expect((await b.request<{ state: string }>('POST', `/v1/cards/${card.id}/cancel`)).body.state).toBe('cancelled');
+        ids.push(card.id);
+      }
+    }
+    const held = await Promise.all(ids.map(async (id) => (await conn.exists(`lanes-store:card:${id}`)) === 1));
+    expect(held.filter(Boolean)).toHaveLength(RETAINED);
+    expect(held.slice(-RETAINED).every(Boolean)).toBe(true);
+    expect((await b.request('GET', `/v1/cards/${ids[0]}`)).status).toBe(404);
+    expect((await b.card(ids.at(-1)!)).state).toBe('cancelled');
+    expect(await conn.zcard('lanes-store:lane:lane-b:cards:cancelled')).toBe(RETAINED);
   });
 });
 

@@ -116,6 +116,22 @@ export const DEFAULT_SSE_END_GRACE_MS = 2_000;
  * then expires (lane `retention.terminalCardDays`). A week covers a board's weekly review of what ran.
  */
 export const DEFAULT_TERMINAL_CARD_RETENTION_DAYS = 7;
+/**
+ * Finished cards a lane keeps at most (lane `retention.maxCards`): past it, each terminal move
+ * removes the lane's oldest finished cards (at most RETAINED_EVICTIONS_PER_MOVE of them), before
+ * their days are up. A board that posts and cancels in a loop makes finished cards as fast as the API
+ * takes them, and days of those are gigabytes; this bounds a lane's finished cards by count as well
+ * as by age. 50,000 holds the README's sizing example (5,000 a day for a week) with room to spare.
+ */
+export const DEFAULT_RETAINED_CARDS_MAX = 50_000;
+/** The largest `retention.maxCards` a lane may set. */
+export const RETAINED_CARDS_MAX_LIMIT = 10_000_000;
+/**
+ * Oldest finished cards one terminal move removes at most: one in the steady state, a few more
+ * after `retention.maxCards` was lowered, so that the lane converges move by move and no script holds
+ * Redis for thousands of deletions.
+ */
+export const RETAINED_EVICTIONS_PER_MOVE = 8;
 export const MS_PER_DAY = 86_400_000;
 /**
  * A card's history keeps its first entry and its newest entries up to this many; older ones fold

@@ -84,11 +84,13 @@ export const RetentionConfigSchema = z.strictObject({
    * 2 / 86400 is two seconds, as tests use).
    */
   terminalCardDays: z.number().positive().max(3_650).default(D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS),
+  /** At most this many finished cards are kept; past it, the oldest go first, before their days are up (DEFAULT_RETAINED_CARDS_MAX). */
+  maxCards: z.number().int().positive().max(D.RETAINED_CARDS_MAX_LIMIT).default(D.DEFAULT_RETAINED_CARDS_MAX),
 });
 export type RetentionConfig = z.infer<typeof RetentionConfigSchema>;
 
 /** A lane's terminal-card retention in milliseconds (at least 1), as the transition script sets it. */
-export function terminalRetentionMs(retention: RetentionConfig | undefined): number {
+export function terminalRetentionMs(retention: Partial<RetentionConfig> | undefined): number {
   return Math.max(1, Math.round((retention?.terminalCardDays ?? D.DEFAULT_TERMINAL_CARD_RETENTION_DAYS) * D.MS_PER_DAY));
 }
 

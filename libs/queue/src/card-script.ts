@@ -1,6 +1,6 @@
 import type { Redis, Result } from 'ioredis';
 import { z } from 'zod';
-import { CardStateSchema, agentLimits, type CardState } from '@lanes/contracts';
+import { CardStateSchema, agentLimits, defaults, type CardState } from '@lanes/contracts';
 import { isCallbackEvent } from './callback-events.js';
 import type { CardWriter, RenderedMove } from './card-move.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
@@ -45,7 +45,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *       BullMQ's add writes one, WRITE_JOB_LUA), 18 BullMQ's key prefix, 19 the lane, 20 the
  *       new job's priority, 21 for a terminal move, the job's data from now on (ended-job-data.ts),
  *       or '' to leave the job's data as it is, 22 for a run's move into running, the lock duration
- *       (ms) its lock is renewed for in the same step ('0': it is not)
+ *       (ms) its lock is renewed for in the same step ('0': it is not), 23 the most finished cards
+       the lane keeps ('0': no count bound; see Retention)
  *
  * Listing indexes (names.ts `cardIndex`, `blockedReasonIndex`; read by card-page-script.ts): every
  * move takes the card out of its old state's sorted set and puts it in the new one's, and in and
@@ -63,7 +64,11 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  * there; a stream that holds only that entry (the card printed nothing) expires after
  * CARD_OUTPUT_END_GRACE_MS instead. Its crash-suspect and fenced-run sets are
  * deleted, and a terminal card is in no blocked index. A move out of a terminal state (a retry)
- * persists them again. BullMQ's completed and failed sets, which hold only the id, are trimmed by
+ * persists them again. A lane keeps at most ARGV 23 finished cards: a terminal move that takes the
+ * lane past it removes its oldest finished cards (the lowest scores across its done, failed and
+ * cancelled indexes; at most RETAINED_EVICTIONS_PER_MOVE per move) with everything they own: record,
+ * history, output stream, job and job log. An index entry whose record is gone, on another lane or
+ * in another state (an expired card, a reused id) only leaves its index. BullMQ's completed and failed sets, which hold only the id, are trimmed by
  * the job's removeOnComplete/removeOnFail (job-options.ts).
  *
  * A retry (ARGV 17 not '') is refused as 'busy', with nothing written, while the card's job is not
@@ -117,6 +122,33 @@ local function index(from, set)
   if terminal(to) then
     redis.call('ZREMRANGEBYSCORE', new, '-inf', '(' .. tostring(tonumber(ARGV[9]) - tonumber(ARGV[13])))
     redis.call('PEXPIRE', new, ARGV[13])
+  end
+end
+-- The lane's oldest finished cards past its count bound (ARGV 23), the card being moved never among them.
+local function evictOldest()
+  local max = tonumber(ARGV[23]) or 0
+  if max <= 0 then return end
+  local finished = {ARGV[16] .. 'done', ARGV[16] .. 'failed', ARGV[16] .. 'cancelled'}
+  local total = 0
+  for _, ix in ipairs(finished) do total = total + redis.call('ZCARD', ix) end
+  local cardPrefix, jobPrefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[11]), ARGV[18] .. ':' .. ARGV[19] .. ':'
+  local evicted = 0
+  while total > max and evicted < ${defaults.RETAINED_EVICTIONS_PER_MOVE} do
+    local oldest, from, best = nil, nil, nil
+    for _, ix in ipairs(finished) do
+      local first = redis.call('ZRANGE', ix, 0, 0, 'WITHSCORES')
+      if first[1] and (best == nil or tonumber(first[2]) < best) then oldest, from, best = first[1], ix, tonumber(first[2]) end
+    end
+    if oldest == nil or oldest == ARGV[11] then return end
+    redis.call('ZREM', from, oldest)
+    local card = cardPrefix .. oldest
+    local held = redis.call('HMGET', card, 'state', 'lane')
+    if held[2] == ARGV[19] and held[1] and stateIndex(held[1]) == from then
+      redis.call('DEL', card, card .. ':history', card .. ':output', card .. ':crash-suspects', card .. ':fenced-runs', jobPrefix .. oldest, jobPrefix .. oldest .. ':logs')
+      redis.call('ZREM', jobPrefix .. 'completed', oldest)
+      redis.call('ZREM', jobPrefix .. 'failed', oldest)
+    end
+    total, evicted = total - 1, evicted + 1
   end
 end
 local function apply(from)
@@ -221,6 +253,7 @@ if terminal(to) then
   if ARGV[21] ~= '' and redis.call('EXISTS', KEYS[9]) == 1 then redis.call('HSET', KEYS[9], 'data', ARGV[21]) end
   -- A stream of the end entry alone (no output): kept for readers attached at the end, then gone.
   if not last then redis.call('PEXPIRE', KEYS[13], math.min(tonumber(ARGV[13]), ${agentLimits.CARD_OUTPUT_END_GRACE_MS})) end
+  evictOldest()
 elseif terminal(state) then
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PERSIST', key) end
 end
@@ -306,6 +339,8 @@ export interface WriteScriptInput {
   /** The move's time: the rendered move's `at`, and its score in the listing indexes. */
   nowMs: number;
   retentionMs: number;
+  /** The most finished cards the lane keeps (retention.maxCards); 0: no count bound. */
+  retainedMax: number;
   historyMaxEntries: number;
   /**
    * A retry's job: `clear` removes the finished job (the caller then adds the new one through
@@ -358,5 +393,6 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     input.job?.kind === 'write' ? input.job.priority : 0,
     input.trimEndedJob ? endedJobDataFor(card.id, input.to) : '',
     writer.kind === 'run' && input.to === 'running' ? (writer.renewLockMs ?? 0) : 0,
+    input.retainedMax,
   ];
 }

@@ -11,6 +11,7 @@ import {
   type CardRecord,
   type CardState,
   type LaneConfig,
+  type RetentionConfig,
 } from '@lanes/contracts';
 import { JOB_LAYOUT_WRITABLE } from './bullmq-job-layout.js';
 import { CardHashSchema, recordOf } from './card-hash.js';
@@ -30,9 +31,9 @@ export interface CardStoreDeps {
   log?: Logger;
   /**
    * The lanes whose `retention` a terminal move applies; a card of a lane not listed gets
-   * `DEFAULT_TERMINAL_CARD_RETENTION_DAYS`.
+   * `DEFAULT_TERMINAL_CARD_RETENTION_DAYS`, and a lane without `maxCards` no count bound.
    */
-  lanes?: readonly Pick<LaneConfig, 'name' | 'retention'>[];
+  lanes?: ReadonlyArray<Pick<LaneConfig, 'name'> & { retention?: Partial<RetentionConfig> }>;
   /** The most entries a history keeps (≥ 2); `DEFAULT_HISTORY_MAX_ENTRIES` unless given (tests give less). */
   historyMaxEntries?: number;
   /**
@@ -75,6 +76,7 @@ export interface CreateOutcome {
 /** Card state, attempts, history and result in Redis. Every write goes through one atomic script. */
 export class CardStore {
   private readonly retentionMs = new Map<string, number>();
+  private readonly retainedMax = new Map<string, number>();
   private readonly historyMaxEntries: number;
 
   private readonly list: CardList;
@@ -83,7 +85,10 @@ export class CardStore {
     defineCardScripts(deps.redis);
     this.list = new CardList({ redis: deps.redis, now: deps.now });
     defineEnqueueScripts(deps.redis);
-    for (const lane of deps.lanes ?? []) this.retentionMs.set(lane.name, terminalRetentionMs(lane.retention));
+    for (const lane of deps.lanes ?? []) {
+      this.retentionMs.set(lane.name, terminalRetentionMs(lane.retention));
+      this.retainedMax.set(lane.name, lane.retention?.maxCards ?? 0);
+    }
     this.historyMaxEntries = deps.historyMaxEntries ?? defaults.DEFAULT_HISTORY_MAX_ENTRIES;
     if (!Number.isInteger(this.historyMaxEntries) || this.historyMaxEntries < 2) {
       throw new Error(`historyMaxEntries must be an integer ≥ 2 (the first entry and the newest), not ${this.historyMaxEntries}`);
@@ -252,10 +257,12 @@ export class CardStore {
     return out;
   }
 
-  private async run(input: Omit<WriteScriptInput, 'retentionMs' | 'historyMaxEntries' | 'trimEndedJob'>) {
+  private async run(input: Omit<WriteScriptInput, 'retentionMs' | 'retainedMax' | 'historyMaxEntries' | 'trimEndedJob'>) {
     const args = writeScriptArgs({
       ...input,
       retentionMs: this.retentionMs.get(input.card.lane) ?? terminalRetentionMs(undefined),
+      // A lane this store was not given keeps its finished cards by age alone: no count bound is guessed, since it destroys.
+      retainedMax: this.retainedMax.get(input.card.lane) ?? 0,
       historyMaxEntries: this.historyMaxEntries,
       trimEndedJob: this.deps.trimEndedJobs ?? JOB_LAYOUT_WRITABLE,
     });

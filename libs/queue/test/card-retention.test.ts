@@ -224,6 +224,93 @@ describe('card retention in the transition script', () => {
     }
   });
 
+  describe('retention.maxCards: the oldest finished cards go first, with all they own', () => {
+    /** A store over a fresh lane keeping `maxCards`, on a clock that moves a second per read (so scores never tie). */
+    const boundedLane = (maxCards: number) => {
+      let t = Date.now();
+      const lane = uid('bounded');
+      const bounded = new CardStore({ redis, now: () => (t += 1_000), lanes: [{ name: lane, retention: { terminalCardDays: 1, maxCards } }] });
+      const finish = async (end: CardMove['to'] = 'done') => {
+        const card = newCard(lane);
+        await bounded.create(card);
+        const writer = await takeJob(card, uid('tok'));
+        await redis.zadd(`${QUEUE_PREFIX}:${lane}:completed`, t, card.id);
+        await redis.xadd(keys.cardOutput(card.id), '*', 'l', 'line', 't', '5');
+        await bounded.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+        const move: CardMove =
+          end === 'failed' ? { to: 'failed', attempt: 1, sandboxId: 'sb', failedReason: 'command-failed' } : { to: end as 'done' | 'cancelled', attempt: 1, sandboxId: 'sb' };
+        expect((await bounded.transition(card, move, writer)).ok).toBe(true);
+        return card;
+      };
+      const finishedCount = async () => {
+        let total = 0;
+        for (const state of ['done', 'failed', 'cancelled'] as const) total += await redis.zcard(keys.cardIndex(lane, state));
+        return total;
+      };
+      const ownedKeys = (card: Card) => [...owned(card), keys.cardOutput(card.id), keys.crashSuspects(card.id), keys.fencedRuns(card.id)];
+      return { lane, bounded, finish, finishedCount, ownedKeys };
+    };
+
+    it('past 3 finished cards across done, failed and cancelled, each end removes the oldest: record, history, output, job, log, finished set; open cards stay', async () => {
+      const { lane, bounded, finish, finishedCount, ownedKeys } = boundedLane(3);
+      const open = newCard(lane);
+      await bounded.create(open);
+      const cards = [await finish('done'), await finish('failed'), await finish('cancelled'), await finish('done'), await finish('failed')];
+      expect(await finishedCount()).toBe(3);
+      for (const gone of cards.slice(0, 2)) {
+        expect(await bounded.get(gone.id), gone.id).toBeUndefined();
+        expect(await redis.exists(...ownedKeys(gone)), gone.id).toBe(0);
+        expect(await redis.zscore(`${QUEUE_PREFIX}:${lane}:completed`, gone.id)).toBeNull();
+      }
+      for (const kept of cards.slice(2)) {
+        expect((await bounded.get(kept.id))?.state, kept.id).toMatch(/done|failed|cancelled/);
+        expect(await redis.exists(keys.history(kept.id), keys.job(lane, kept.id), keys.cardOutput(kept.id)), kept.id).toBe(3);
+      }
+      expect((await bounded.get(open.id))?.state).toBe('queued');
+    });
+
+    it('an index entry whose card is gone, or is another lane’s, only leaves the index', async () => {
+      const { lane, finish, finishedCount } = boundedLane(2);
+      const elsewhere = newCard();
+      await runToEnd(elsewhere, { to: 'done', attempt: 1, sandboxId: 'sb' });
+      // Older than any card of the lane: an expired card's entry, and a reused id now on another lane.
+      await redis.zadd(keys.cardIndex(lane, 'done'), 1, 'expired-long-ago', 2, elsewhere.id);
+      await finish();
+      await finish();
+      expect(await finishedCount()).toBe(2);
+      expect((await store.get(elsewhere.id))?.state).toBe('done');
+    });
+
+    it(`after the bound is lowered, one end removes at most ${defaults.RETAINED_EVICTIONS_PER_MOVE}, and the lane converges move by move`, async () => {
+      const wide = boundedLane(100);
+      for (let i = 0; i < 12; i++) await wide.finish();
+      const narrow = new CardStore({ redis, now: () => Date.now() + 60_000, lanes: [{ name: wide.lane, retention: { terminalCardDays: 1, maxCards: 1 } }] });
+      const next = async () => {
+        const card = newCard(wide.lane);
+        await narrow.create(card);
+        const writer = await takeJob(card, uid('tok'));
+        await narrow.transition(card, { to: 'running', attempt: 1, sandboxId: 'sb' }, writer);
+        await narrow.transition(card, { to: 'done', attempt: 1, sandboxId: 'sb' }, writer);
+        return card;
+      };
+      await next();
+      expect(await wide.finishedCount()).toBe(13 - defaults.RETAINED_EVICTIONS_PER_MOVE);
+      const last = await next();
+      expect(await wide.finishedCount()).toBe(1);
+      expect((await narrow.get(last.id))?.state).toBe('done');
+    });
+
+    it('a lane the store was not given no count bound: nothing is removed', async () => {
+      const { lane, finish, finishedCount } = boundedLane(100);
+      for (let i = 0; i < 3; i++) await finish();
+      const unaware = new CardStore({ redis, now: Date.now });
+      const card = newCard(lane);
+      await unaware.create(card);
+      await unaware.transition(card, { to: 'cancelled', attempt: 0 }, { kind: 'board' });
+      expect(await finishedCount()).toBe(4);
+    });
+  });
+
   it('refuses a cap that could not keep the first entry and the newest', () => {
     expect(() => new CardStore({ redis, now: Date.now, historyMaxEntries: 1 })).toThrow(/historyMaxEntries/);
   });
