@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
+import { LanesApiError, LanesClient } from '@lanes/client';
 import { ConfigError, type CardRecord, type LaneStatus } from '@lanes/contracts';
 import { QUEUE_PREFIX } from '@lanes/queue';
 import { apiClient, startRedis, startTestStack, waitFor, type ApiClient, type TestRedis, type TestStack } from '../harness/index.js';
@@ -386,6 +387,7 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
   const WRITER_B = 'lane-b-write-token-value-5d01';
   const MAX = 40;
   const RETAINED = 25;
+  const WRITER_C = 'lane-b-slow-token-value-8e42';
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -401,8 +403,10 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
         scopedTokens: [
           { name: 'board-a', fromEnv: 'BOARD_A_TOKEN', lanes: ['lane-a'], role: 'write' },
           { name: 'board-b', fromEnv: 'BOARD_B_TOKEN', lanes: ['lane-b'], role: 'write' },
+          { name: 'board-c', fromEnv: 'BOARD_C_TOKEN', lanes: ['lane-b'], role: 'write', cardsPerSecond: 10 },
         ],
-        tokenEnv: { BOARD_A_TOKEN: WRITER_A, BOARD_B_TOKEN: WRITER_B },
+        tokens: [ADMIN],
+        tokenEnv: { BOARD_A_TOKEN: WRITER_A, BOARD_B_TOKEN: WRITER_B, BOARD_C_TOKEN: WRITER_C },
       },
     );
   });
@@ -455,6 +459,29 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
     expect((await b.request('GET', `/v1/cards/${ids[0]}`)).status).toBe(404);
     expect((await b.card(ids.at(-1)!)).state).toBe('cancelled');
     expect(await conn.zcard('lanes-store:lane:lane-b:cards:cancelled')).toBe(RETAINED);
+  });
+
+  it('a token past its cardsPerSecond gets 429 RATE_LIMITED with Retry-After, nothing queued; other tokens post as ever; after the wait it posts again', async () => {
+    const c = new LanesClient({ url: t.stack.url!, token: WRITER_C });
+    const bulk = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, lane: 'lane-b', title: 'rated' }));
+    // A full bucket holds one full bulk.
+    expect(await c.enqueueMany(bulk('rated', 1_000))).toHaveLength(1_000);
+    const refused = await c.enqueue({ id: 'rated-over', lane: 'lane-b', title: 'too soon' }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(LanesApiError);
+    const err = refused as LanesApiError;
+    expect([err.status, err.code, err.retry]).toEqual([429, 'RATE_LIMITED', 'transient']);
+    expect(err.message).toContain('token "board-c" may post 10 cards per second');
+    expect(err.retryAfterMs).toBe(1_000);
+    expect(await conn.exists('lanes-store:card:rated-over')).toBe(0);
+    // Retries count too.
+    expect((await apiClient(t.stack.url!, WRITER_C).request<ErrorBody>('POST', '/v1/cards/loop-2-19/retry')).body.error.code).toBe('RATE_LIMITED');
+    // Another board's token, and the operator's admin token, are not slowed by it.
+    expect((await apiClient(t.stack.url!, WRITER_B).request('POST', '/v1/cards', { id: 'b-meanwhile', lane: 'lane-b', title: 'mine' })).status).toBe(202);
+    expect((await apiClient(t.stack.url!, ADMIN).request('POST', '/v1/cards', { cards: bulk('admin', 1_000) })).status).toBe(202);
+    expect((await apiClient(t.stack.url!, ADMIN).request('POST', '/v1/cards', { cards: bulk('admin-again', 1_000) })).status).toBe(202);
+    // The bucket refills at the rate: after the wait the API named, the card is taken.
+    await new Promise((resolve) => setTimeout(resolve, err.retryAfterMs));
+    expect((await c.enqueue({ id: 'rated-over', lane: 'lane-b', title: 'in time' })).created).toBe(true);
   });
 });
 

@@ -61,7 +61,7 @@ export function createAuthHook(tokens: readonly ApiToken[]) {
       if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
       return refuse(reply, new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token'));
     }
-    request.principal = { name: token.name, role: token.role, lanes: token.lanes };
+    request.principal = { name: token.name, role: token.role, lanes: token.lanes, ...(token.cardsPerSecond !== undefined ? { cardsPerSecond: token.cardsPerSecond } : {}) };
     request.log = request.log.child({ token: token.name });
     reply.log = request.log;
     const access = evaluateAccess(request.principal, { method: request.method, path });

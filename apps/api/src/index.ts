@@ -4,6 +4,7 @@ export { inScope, hasRole, OPEN_PRINCIPAL, type Principal } from './edge/princip
 export { compileApiTokens, identify, type ApiToken } from './edge/api-tokens.js';
 export { evaluateAccess, type AccessDecision } from './edge/access.js';
 export { evaluateEdge, evaluateBind, isLoopbackHost, type EdgeRequest, type EdgeDecision, type BindDecision } from './edge/browser-edge.js';
+export { CardRateLimiter, takeCards, type CardBucket, type CardRate, type CardRateDecision } from './edge/card-rate.js';
 export { BOARD_PATH } from './board.js';
 export { ApiError } from './api-error.js';
 export type { EventStreamOptions, EventStreamStats } from './routes/events.js';

@@ -9,6 +9,7 @@ import { ApiError, errorBody } from './api-error.js';
 import { createAuthHook, createEdgeHook } from './auth.js';
 import { registerBoard } from './board.js';
 import { compileApiTokens } from './edge/api-tokens.js';
+import { CardRateLimiter } from './edge/card-rate.js';
 import { evaluateBind } from './edge/browser-edge.js';
 import type { Principal } from './edge/principal.js';
 import { createMetrics } from './metrics.js';
@@ -157,6 +158,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     output: new CardOutput(redis),
     ...(options.newId ? { newId: options.newId } : {}),
     ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
+    cardRate: new CardRateLimiter(now),
   });
   laneRoutes(app, { ...statusDeps, redis });
   const events = eventRoutes(app, { redis, store, log: options.log, ...options.events });

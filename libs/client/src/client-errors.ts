@@ -11,6 +11,8 @@ export class LanesApiError extends LanesError {
     readonly code: string,
     message: string,
     readonly issues?: ValidationIssue[],
+    /** The API's Retry-After, where it said one (429 RATE_LIMITED): wait this long before posting again. */
+    readonly retryAfterMs?: number,
   ) {
     super(`${code}: ${message}`);
     // 5xx and 429 may pass; anything else the API will answer the same way again.

@@ -240,5 +240,6 @@ async function toApiError(res: Response): Promise<LanesApiError> {
   const parsed = ErrorBodySchema.safeParse(json);
   if (!parsed.success) return new LanesApiError(res.status, `HTTP_${res.status}`, text.slice(0, 200) || res.statusText);
   const { code, message, issues } = parsed.data.error;
-  return new LanesApiError(res.status, code, message, issues);
+  const retryAfterS = Number(res.headers.get('retry-after') ?? Number.NaN);
+  return new LanesApiError(res.status, code, message, issues, Number.isFinite(retryAfterS) && retryAfterS >= 0 ? retryAfterS * 1_000 : undefined);
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LaneNameSchema } from './card.js';
+import { MAX_TOKEN_CARDS_PER_S } from './defaults.js';
 
 /**
  * What a token may do. `read`: GET anything in its lanes. `write`: also enqueue, cancel and unblock
@@ -27,6 +28,8 @@ export const ApiTokenConfigSchema = z
     fromEnv: EnvNameSchema.optional(),
     lanes: z.union([z.literal('*'), z.array(LaneNameSchema).min(1, 'must name at least one lane, or be "*"')]),
     role: TokenRoleSchema,
+    /** Cards per second the token may post (POST /v1/cards, retries), per API process; unset: DEFAULT_TOKEN_CARDS_PER_S. */
+    cardsPerSecond: z.number().positive().max(MAX_TOKEN_CARDS_PER_S).optional(),
   })
   .superRefine((token, ctx) => {
     if ((token.sha256 === undefined) === (token.fromEnv === undefined)) {

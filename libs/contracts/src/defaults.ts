@@ -96,6 +96,16 @@ export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;
  * per card it is days of backlog for a lane of a few slots.
  */
 export const DEFAULT_MAX_OPEN_CARDS = 10_000;
+/**
+ * Cards a config token (`tokens` in the config file) may post per second, per API process: a
+ * bucket that holds MAX_BULK_CARDS (so one full bulk always passes when it is full) and refills at
+ * this rate; past it 429 RATE_LIMITED with Retry-After. Validating and writing a card costs the API
+ * CPU that every board shares, so one board's loop must not take it all. Admin tokens from
+ * LANES_API_TOKENS and open mode are the operator's and are not limited.
+ */
+export const DEFAULT_TOKEN_CARDS_PER_S = 100;
+/** The largest `cardsPerSecond` a token may set. */
+export const MAX_TOKEN_CARDS_PER_S = 100_000;
 /** The largest `maxOpenCards` a lane may set (~3.4 GiB of Redis at ~3.5 KiB a card). */
 export const MAX_OPEN_CARDS_LIMIT = 1_000_000;
 /**

@@ -91,8 +91,11 @@ export type CommandOutcome =
   | { ok: true; state: CardState }
   | {
       ok: false;
-      /** CARD_STATE: not a state the command applies to; CARD_BUSY: a run is still ending the card's job, ask again shortly. */
-      code: 'CARD_NOT_FOUND' | 'CARD_STATE' | 'CARD_BUSY';
+      /**
+       * CARD_STATE: not a state the command applies to; CARD_BUSY: a run is still ending the card's
+       * job, ask again shortly; LANE_FULL: a retry would take its lane past its maxOpenCards.
+       */
+      code: 'CARD_NOT_FOUND' | 'CARD_STATE' | 'CARD_BUSY' | 'LANE_FULL';
       state?: CardState;
       message: string;
     };
@@ -358,6 +361,16 @@ export class LaneQueues {
     }
     const lane = this.lanes.get(record.lane);
     if (!lane) return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is on lane "${record.lane}", which this process does not serve` };
+    // Checked, then written: retries at once may pass the bound by one each, where a post cannot (its script counts).
+    const open = (await this.openCards([lane.name]))[0]!;
+    if (open >= lane.maxOpenCards) {
+      return {
+        ok: false,
+        code: 'LANE_FULL',
+        state: record.state,
+        message: `lane "${lane.name}" holds ${open} open cards (queued, running or blocked), its maxOpenCards; retry as cards end`,
+      };
+    }
     const card = CardSchema.parse(Object.fromEntries(Object.keys(CardSchema.shape).flatMap((k) => (k in record ? [[k, record[k as keyof typeof record]]] : []))));
     const job = this.writeJobs ? ({ kind: 'write', opts: jobLayoutOpts(card, lane), priority: card.priority } as const) : ({ kind: 'clear' } as const);
     const message = reason ? `retried: ${reason}` : 'retried';

@@ -363,6 +363,9 @@ describe('LaneQueues on real Redis', () => {
       expect(await queues.enqueueMany([fresh])).toMatchObject({ ok: true, results: [{ created: true }] });
       expect(await queue.getJob(fresh.id)).toBeDefined();
       expect(await queues.openCards([queue.name])).toEqual([4]);
+      // A retry would add an open card too: refused while the lane is full.
+      expect(await queues.retry(ending.id)).toMatchObject({ ok: false, code: 'LANE_FULL', state: 'cancelled' });
+      expect((await store.get(ending.id))?.state).toBe('cancelled');
     },
   );
 

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ConfigError, type ApiTokenConfig, type ValidationIssue } from '@lanes/contracts';
+import { ConfigError, defaults, type ApiTokenConfig, type ValidationIssue } from '@lanes/contracts';
 import type { Principal } from './principal.js';
 
 /** A token ready to match: its SHA-256, never its value. */
@@ -29,7 +29,7 @@ export function compileApiTokens(admin: readonly string[], scoped: readonly ApiT
     if (!digest) return;
     const twin = tokens.find((other) => other.digest.equals(digest));
     if (twin) issues.push({ path: `tokens.${i}`, message: `has the same value as token "${twin.name}"` });
-    tokens.push({ name: t.name, role: t.role, lanes: t.lanes === '*' ? '*' : new Set(t.lanes), digest });
+    tokens.push({ name: t.name, role: t.role, lanes: t.lanes === '*' ? '*' : new Set(t.lanes), cardsPerSecond: t.cardsPerSecond ?? defaults.DEFAULT_TOKEN_CARDS_PER_S, digest });
   });
   if (issues.length) throw new ConfigError(issues, 'API tokens');
   return tokens;

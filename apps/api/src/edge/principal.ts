@@ -6,6 +6,8 @@ export interface Principal {
   readonly role: TokenRole;
   /** `'*'`: every lane, present and future. */
   readonly lanes: '*' | ReadonlySet<string>;
+  /** Cards per second it may post (card-rate.ts); absent: not limited (the operator's admin tokens, open mode). */
+  readonly cardsPerSecond?: number;
 }
 
 declare module 'fastify' {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
   CardListQuerySchema,
@@ -17,6 +16,7 @@ import {
 } from '@lanes/contracts';
 import type { CardOutput, CardStore, LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
+import type { CardRateLimiter } from '../edge/card-rate.js';
 import { inScope, type Principal } from '../edge/principal.js';
 import { inEnqueueSpan } from '../request-trace.js';
 
@@ -28,6 +28,14 @@ export interface CardRoutesDeps {
   newId?: () => string;
   /** LANES_CALLBACK_ALLOW: inward callback targets let through. */
   callbackAllow?: readonly CallbackAllowRule[];
+  /** Each token's cards per second (card-rate.ts); absent: no token is limited. */
+  cardRate?: CardRateLimiter;
+}
+
+/** How many cards a POST /v1/cards body holds, read before it is validated (a body that is no card counts one). */
+function cardsIn(body: unknown): number {
+  const cards = body !== null && typeof body === 'object' && 'cards' in body ? (body as { cards: unknown }).cards : undefined;
+  return Array.isArray(cards) ? Math.max(1, cards.length) : 1;
 }
 
 /** A callbackUrl aimed inward (loopback, private, link-local, metadata) is refused before the card is taken. */
@@ -94,7 +102,18 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     if (lane === undefined || !inScope(request.principal, lane)) throw notFound(`card ${request.params.id}`);
   };
 
+  /** 429 RATE_LIMITED, with Retry-After, when the principal has posted its cards per second; nothing is read or written. */
+  const takeCards = (request: FastifyRequest, reply: FastifyReply, want: number) => {
+    const taken = deps.cardRate?.take(request.principal, want) ?? { ok: true };
+    if (taken.ok) return;
+    const seconds = Math.ceil(taken.retryAfterMs / 1_000);
+    reply.header('retry-after', String(seconds));
+    throw new ApiError(429, 'RATE_LIMITED', `token "${request.principal.name}" may post ${taken.perSecond} cards per second; post again in ${seconds} s`);
+  };
+
   app.post('/v1/cards', async (request, reply) => {
+    // Counted before the body is validated: validation is the CPU the limit keeps for other boards.
+    takeCards(request, reply, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS));
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
@@ -181,9 +200,11 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   // 409 CARD_BUSY while a run is still ending its job.
   app.post<{ Params: { id: string } }>('/v1/cards/:id/retry', async (request, reply) => {
     await assertVisible(request);
+    takeCards(request, reply, 1);
     const parsed = RetryBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid retry body', toIssues(parsed.error));
     const out = await queues.retry(request.params.id, parsed.data.reason);
+    if (!out.ok && out.code === 'LANE_FULL') throw new ApiError(429, out.code, out.message);
     if (!out.ok) throw out.code === 'CARD_NOT_FOUND' ? notFound(`card ${request.params.id}`) : new ApiError(409, out.code, out.message);
     return reply.code(202).send({ id: request.params.id, state: out.state });
   });
