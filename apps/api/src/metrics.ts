@@ -47,6 +47,17 @@ export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; drop
     help: 'lanes_callback_backlog at which cards with a callbackUrl are refused (503 CALLBACK_BACKLOG)',
     registers: [registry],
   });
+  const callbackOwed = new Gauge({
+    name: 'lanes_callback_owed',
+    help: "A lane's callbacks not yet delivered; at lanes_callback_owed_limit its cards with a callbackUrl are refused (503 CALLBACK_BACKLOG)",
+    labelNames: ['lane'],
+    registers: [registry],
+  });
+  const callbackOwedLimit = new Gauge({
+    name: 'lanes_callback_owed_limit',
+    help: 'lanes_callback_owed at which a lane is refused cards with a callbackUrl',
+    registers: [registry],
+  });
   if (sse) {
     new Gauge({
       name: 'lanes_sse_streams',
@@ -88,6 +99,10 @@ export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; drop
       const backlog = await deps.queues.callbackBacklog();
       callbackBacklog.set(backlog.length);
       callbackBacklogLimit.set(backlog.max);
+      const owed = await deps.queues.callbacksOwed();
+      callbackOwed.reset();
+      for (const lane of deps.lanes) callbackOwed.set({ lane: lane.name }, owed[lane.name] ?? 0);
+      callbackOwedLimit.set(deps.queues.laneCallbackBacklogMax);
       scrapeOk.set(1);
     } catch {
       scrapeOk.set(0);

@@ -47,6 +47,8 @@ export interface ApiOptions {
   events?: EventStreamOptions;
   /** How long one OOM refusal keeps /readyz at 503; DEFAULT_REDIS_FULL_READY_WINDOW_MS unless given (tests give less). */
   redisFullReadyWindowMs?: number;
+  /** Callbacks one lane may owe before its cards with a callbackUrl are refused; DEFAULT_LANE_CALLBACK_BACKLOG_MAX unless given (tests give less). */
+  laneCallbackBacklogMax?: number;
 }
 
 /** The edge's timeouts (README, HTTP API: Limits). */
@@ -83,7 +85,14 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const { redis, lanes } = options;
   const store = new CardStore({ redis, now, log: options.log, lanes });
   const fleet = new FleetStore(redis);
-  const queues = new LaneQueues({ redis, store, lanes, now, onError: (err) => options.log.warn({ err: err.message }, 'queue connection error') });
+  const queues = new LaneQueues({
+    redis,
+    store,
+    lanes,
+    now,
+    ...(options.laneCallbackBacklogMax !== undefined ? { laneCallbackBacklogMax: options.laneCallbackBacklogMax } : {}),
+    onError: (err) => options.log.warn({ err: err.message }, 'queue connection error'),
+  });
   const tokens = compileApiTokens(options.tokens ?? [], options.scopedTokens ?? [], options.tokenEnv ?? process.env);
   const open = tokens.length === 0;
   const limits = { ...DEFAULT_API_LIMITS, ...options.limits };

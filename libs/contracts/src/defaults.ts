@@ -89,6 +89,14 @@ export const MAX_CARD_METADATA_BYTES = 64 * 1024;
  */
 export const DEFAULT_CALLBACK_BACKLOG_MAX = 50_000;
 /**
+ * Callbacks one lane may owe (its entries not yet acknowledged) at which its enqueues of cards with
+ * a callbackUrl are refused (503 CALLBACK_BACKLOG naming the lane). A board whose endpoint never
+ * answers is delivered to at a trickle (three tries, 5 s each), so without a share of its own it
+ * would fill DEFAULT_CALLBACK_BACKLOG_MAX and refuse every board's callbacks; a fifth of it leaves
+ * four such boards before the stream's own bound.
+ */
+export const DEFAULT_LANE_CALLBACK_BACKLOG_MAX = 10_000;
+/**
  * Cards a lane holds open (queued, running or blocked) at which a POST that would add more is
  * refused (429 LANE_FULL), nothing of it queued. A board is a tenant: without a bound, one board's
  * flood fills Redis to its maxmemory and every other board's enqueues fail with it. An open card

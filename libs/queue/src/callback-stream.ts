@@ -8,12 +8,26 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * to the oldest entry some group still owes: its oldest pending (read, unacknowledged) entry, or
  * the first it has not read. A stream with no group yet is not trimmed at all.
  *
- * KEYS: 1 callback stream. ARGV: 1 group, 2.. entry ids to acknowledge.
+ * An entry that names its lane (field `l`) is given back to its lane's count of owed callbacks
+ * (keys.callbacksOwed) when its acknowledgement is the one that takes it off the group's pending
+ * list, so an entry acknowledged twice is given back once. A stream that is empty after the trim
+ * owes nothing: the counts go with it, so a count that drifted (an entry trimmed by hand) heals.
+ *
+ * KEYS: 1 callback stream, 2 its owed counts. ARGV: 1 group, 2.. entry ids to acknowledge.
  * Answers the stream's length after the trim.
  */
 const ACK_TRIM_LUA = `
 local stream = KEYS[1]
-if #ARGV > 1 then redis.call('XACK', stream, ARGV[1], unpack(ARGV, 2)) end
+for i = 2, #ARGV do
+  if redis.call('XACK', stream, ARGV[1], ARGV[i]) == 1 then
+    local entry = redis.call('XRANGE', stream, ARGV[i], ARGV[i])[1]
+    if entry then
+      for f = 1, #entry[2], 2 do
+        if entry[2][f] == 'l' and redis.call('HINCRBY', KEYS[2], entry[2][f + 1], -1) <= 0 then redis.call('HDEL', KEYS[2], entry[2][f + 1]) end
+      end
+    end
+  end
+end
 local function parse(id)
   local dash = string.find(id, '-', 1, true)
   return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
@@ -22,7 +36,10 @@ local floorMs, floorSeq
 local function lower(ms, seq)
   if not floorMs or ms < floorMs or (ms == floorMs and seq < floorSeq) then floorMs, floorSeq = ms, seq end
 end
-if redis.call('EXISTS', stream) == 0 then return 0 end
+if redis.call('EXISTS', stream) == 0 then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
 local groups = redis.call('XINFO', 'GROUPS', stream)
 if #groups == 0 then return redis.call('XLEN', stream) end
 for _, g in ipairs(groups) do
@@ -37,7 +54,9 @@ for _, g in ipairs(groups) do
   end
 end
 redis.call('XTRIM', stream, 'MINID', string.format('%d-%d', floorMs, floorSeq))
-return redis.call('XLEN', stream)
+local length = redis.call('XLEN', stream)
+if length == 0 then redis.call('DEL', KEYS[2]) end
+return length
 `;
 
 /** Ids acknowledged per script call: Lua's unpack has a stack limit well above this. */
@@ -48,16 +67,22 @@ declare module 'ioredis' {
     lanesCallbackAck(...args: Array<string | number>): Result<unknown, Context>;
   }
 }
-const SCRIPTS = { lanesCallbackAck: { numberOfKeys: 1, lua: ACK_TRIM_LUA } };
+const SCRIPTS = { lanesCallbackAck: { numberOfKeys: 2, lua: ACK_TRIM_LUA } };
 
 /** Acknowledges delivered (or given-up) callback entries and trims what no group still owes; answers the stream's length. */
 export async function ackCallbacks(redis: Redis, group: string, ids: readonly string[]): Promise<number> {
   defineScriptsOnce(redis, SCRIPTS);
   let length = 0;
   for (let i = 0; i === 0 || i < ids.length; i += ACK_CHUNK) {
-    length = Number(await redis.lanesCallbackAck(keys.callbacks(), group, ...ids.slice(i, i + ACK_CHUNK)));
+    length = Number(await redis.lanesCallbackAck(keys.callbacks(), keys.callbacksOwed(), group, ...ids.slice(i, i + ACK_CHUNK)));
   }
   return length;
+}
+
+/** Each lane's callback entries not yet acknowledged (keys.callbacksOwed); a lane that owes none is absent. */
+export async function callbacksOwed(redis: Redis): Promise<Record<string, number>> {
+  const raw = await redis.hgetall(keys.callbacksOwed());
+  return Object.fromEntries(Object.entries(raw).map(([lane, count]) => [lane, Number(count)]));
 }
 
 /** Entries on the callback stream not yet acknowledged by every group (and any not trimmed behind them): one XLEN. */

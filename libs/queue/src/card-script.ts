@@ -181,7 +181,11 @@ local function apply(from)
       local raw = redis.call('HGET', KEYS[1], 'card')
       cb = (raw and type(cjson.decode(raw).callbackUrl) == 'string') and '1' or '0'
     end
-    if cb == '1' then redis.call('XADD', KEYS[8], '*', 'e', ARGV[8]) end
+    if cb == '1' then
+      -- The entry names its lane, so the lane's count of owed callbacks (keys.callbacksOwed) can be given back at its ack.
+      redis.call('XADD', KEYS[8], '*', 'e', ARGV[8], 'l', ARGV[19])
+      redis.call('HINCRBY', KEYS[8] .. ':owed', ARGV[19], 1)
+    end
   end
 end
 local state = redis.call('HGET', KEYS[1], 'state')

@@ -33,6 +33,9 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * A batch in which any card has a callbackUrl is refused whole, with nothing written and every add
  * of the batch guarded, while the callback stream holds ARGV 9 entries or more (0: no bound): its
  * entries stay until delivered, so past the bound a card whose callback could not be owed is not taken.
+ * The same holds for a lane that owes ARGV 12 callbacks or more (keys.callbacksOwed; 0: no bound),
+ * so one board whose endpoint never answers fills its own lane's share, not the stream every board
+ * shares.
  *
  * A batch that would take a lane past its bound on open cards (ARGV 11: `lane max` pairs, space
  * separated; a lane not named has none) is refused whole the same way: a lane's open cards are those
@@ -49,7 +52,8 @@ import { defineScriptsOnce } from './redis-scripts.js';
  *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
  *   unless this script writes the card's job and a key is '' for a card without one, 7 mode, 8 time (epoch
  *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
- *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bound on open cards (`lane max lane max…`).
+ *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bound on open cards (`lane max lane max…`), 12 the
+ *   callbacks one lane may owe (entries; 0: no bound).
  *
  * A new card with a supersede key becomes its key's newest (`keys.supersedeLatest`) in the same
  * step its record is written, so two arrivals of one key are ordered, and each answers the card it
@@ -61,7 +65,8 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * card JSON is the job's data too.
  * Answers 'ok' or 'conflict' (never in `each` mode), then one string: per card, comma-separated, '' when it is new or
  * `state/lane` as it was before, then one more: per card, the id of the card of its supersede key it
- * replaced as newest, or ''; or 'backlog' and the callback stream's length; or 'full', the lane, its
+ * replaced as newest, or ''; or 'backlog', the callback stream's length (or the lane's count) and
+ * '' (or the lane that owes them); or 'full', the lane, its
  * open cards and the new ones the batch would add.
  */
 const ENQUEUE_LUA = `${WRITE_JOB_LUA}
@@ -97,14 +102,25 @@ local function guardAll()
     end
   end
 end
-local backlogMax = tonumber(ARGV[9]) or 0
-if backlogMax > 0 then
+local backlogMax, laneBacklogMax = tonumber(ARGV[9]) or 0, tonumber(ARGV[12]) or 0
+if backlogMax > 0 or laneBacklogMax > 0 then
+  local length, owed = nil, {}
   for i = 1, n do
     if cbs[i] == '1' then
-      local length = redis.call('XLEN', KEYS[3])
-      if length < backlogMax then break end
-      guardAll()
-      return {'backlog', tostring(length)}
+      length = length or redis.call('XLEN', KEYS[3])
+      if backlogMax > 0 and length >= backlogMax then
+        guardAll()
+        return {'backlog', tostring(length), ''}
+      end
+      -- A lane's own count is asked only once the stream is that long: a count that drifted high cannot refuse a short stream.
+      if laneBacklogMax > 0 and length >= laneBacklogMax then
+        local lane = lanes[i]
+        if owed[lane] == nil then owed[lane] = tonumber(redis.call('HGET', KEYS[3] .. ':owed', lane) or '0') end
+        if owed[lane] >= laneBacklogMax then
+          guardAll()
+          return {'backlog', tostring(owed[lane]), lane}
+        end
+      end
     end
   end
 end
@@ -258,6 +274,7 @@ export function enqueueArgs(
   jobOpts: readonly string[] = [],
   callbackBacklogMax = 0,
   openCardsMax: ReadonlyMap<string, number> = new Map(),
+  laneCallbackBacklogMax = 0,
 ): Array<string | number> {
   const at = new Date(nowMs).toISOString();
   let batch = '';
@@ -281,6 +298,7 @@ export function enqueueArgs(
     callbackBacklogMax,
     SUPERSEDE_LATEST_TTL_MS,
     [...openCardsMax].map(([lane, max]) => `${lane} ${max}`).join(' '),
+    laneCallbackBacklogMax,
   ];
 }
 
@@ -291,6 +309,8 @@ export function enqueueArgs(
 export type EnqueueReply = {
   conflict: boolean;
   callbackBacklog?: number;
+  /** With callbackBacklog: the lane whose own count of owed callbacks is at its bound (else the stream is at its bound). */
+  callbackBacklogLane?: string;
   /** The batch was refused whole: it would take `lane` past its bound on open cards. */
   laneFull?: { lane: string; open: number; adding: number };
   before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined>;
@@ -299,14 +319,16 @@ export type EnqueueReply = {
 };
 
 const ReplySchema = z.union([
-  z.tuple([z.literal('backlog'), z.string()]),
+  z.tuple([z.literal('backlog'), z.string(), z.string()]),
   z.tuple([z.literal('full'), z.string(), z.string(), z.string()]),
   z.tuple([z.enum(['ok', 'conflict']), z.string(), z.string()]),
 ]);
 
 export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
   const reply = ReplySchema.parse(raw);
-  if (reply[0] === 'backlog') return { conflict: false, callbackBacklog: Number(reply[1]), before: [], supersedes: [] };
+  if (reply[0] === 'backlog') {
+    return { conflict: false, callbackBacklog: Number(reply[1]), ...(reply[2] !== '' ? { callbackBacklogLane: reply[2] } : {}), before: [], supersedes: [] };
+  }
   if (reply[0] === 'full') return { conflict: false, laneFull: { lane: reply[1], open: Number(reply[2]), adding: Number(reply[3]) }, before: [], supersedes: [] };
   const [status, states, replaced] = reply;
   const parts = states.split(',');

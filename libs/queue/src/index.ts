@@ -1,7 +1,7 @@
 export { QUEUE_PREFIX, STORE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
 export { createRedis, redactRedisUrl } from './connection.js';
 export { CALLBACK_EVENT_TYPES, isCallbackEvent } from './callback-events.js';
-export { ackCallbacks, callbackBacklog } from './callback-stream.js';
+export { ackCallbacks, callbackBacklog, callbacksOwed } from './callback-stream.js';
 export { EventWindow } from './event-window.js';
 export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type LatestPage, type StoredEvent } from './event-log.js';
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult, type RetryResult } from './card-store.js';

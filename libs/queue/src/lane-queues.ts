@@ -14,7 +14,7 @@ import {
   type LaneConfig,
 } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
-import { callbackBacklog } from './callback-stream.js';
+import { callbackBacklog, callbacksOwed } from './callback-stream.js';
 import { ENQUEUE_RELEASE_SCRIPT, ENQUEUE_SCRIPT, defineEnqueueScripts, enqueueArgs, parseEnqueueReply, type EnqueueReply } from './enqueue-script.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
 import { jobOptions } from './job-options.js';
@@ -50,6 +50,8 @@ export interface LaneQueuesDeps {
   writeJobs?: boolean;
   /** Callback stream length at which an enqueue of a card with a callbackUrl is refused (DEFAULT_CALLBACK_BACKLOG_MAX). */
   callbackBacklogMax?: number;
+  /** Callbacks one lane may owe at which its enqueues of cards with a callbackUrl are refused (DEFAULT_LANE_CALLBACK_BACKLOG_MAX). */
+  laneCallbackBacklogMax?: number;
 }
 
 export type EnqueueOutcome = { created: true; id: string; state: CardState } | { created: false; id: string; state: CardState };
@@ -85,6 +87,8 @@ export type RedriveSelection = { action: 'redrive'; ids: readonly string[]; reas
 export interface CallbackBacklog {
   length: number;
   max: number;
+  /** The lane whose own owed callbacks (`length`) are at its bound (`max`); absent: the whole stream is at its bound. */
+  lane?: string;
 }
 
 export type CommandOutcome =
@@ -125,12 +129,14 @@ export class LaneQueues {
   private readonly now: () => number;
   private readonly writeJobs: boolean;
   readonly callbackBacklogMax: number;
+  readonly laneCallbackBacklogMax: number;
   private readonly openCardsMax = new Map<string, number>();
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
     this.writeJobs = deps.writeJobs ?? JOB_LAYOUT_WRITABLE;
     this.callbackBacklogMax = deps.callbackBacklogMax ?? defaults.DEFAULT_CALLBACK_BACKLOG_MAX;
+    this.laneCallbackBacklogMax = deps.laneCallbackBacklogMax ?? defaults.DEFAULT_LANE_CALLBACK_BACKLOG_MAX;
     defineEnqueueScripts(deps.redis);
     defineScriptsOnce(deps.redis, SCRIPTS);
     for (const lane of deps.lanes) {
@@ -186,9 +192,15 @@ export class LaneQueues {
     if (cards.length === 0) return { ok: true, results: [] };
     if (!this.writeJobs && cards.length === 1) return this.enqueueOne(cards[0]!);
     const jobOpts = this.writeJobs ? cards.map((card) => withTraceMetadata(jobLayoutOpts(card, this.lanes.get(card.lane)!))) : [];
-    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax, this.openCardsMax);
+    const args = enqueueArgs(cards, this.now(), EVENT_STREAM_MAX_LEN, 'enqueue', jobOpts, this.callbackBacklogMax, this.openCardsMax, this.laneCallbackBacklogMax);
     const reply = parseEnqueueReply(this.writeJobs ? await this.deps.redis.lanesEnqueue(...args) : await this.enqueueWithAdds(args, cards), cards.length);
-    if (reply.callbackBacklog !== undefined) return { ok: false, callbackBacklog: { length: reply.callbackBacklog, max: this.callbackBacklogMax } };
+    if (reply.callbackBacklog !== undefined) {
+      const lane = reply.callbackBacklogLane;
+      return {
+        ok: false,
+        callbackBacklog: { length: reply.callbackBacklog, ...(lane !== undefined ? { lane, max: this.laneCallbackBacklogMax } : { max: this.callbackBacklogMax }) },
+      };
+    }
     if (reply.laneFull !== undefined) return { ok: false, laneFull: { ...reply.laneFull, max: this.openCardsMax.get(reply.laneFull.lane)! } };
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     await this.supersedeAll(cards, reply.supersedes);
@@ -227,6 +239,9 @@ export class LaneQueues {
     if (card.callbackUrl) {
       const backlog = await this.callbackBacklog();
       if (backlog.length >= backlog.max) return { ok: false, callbackBacklog: backlog };
+      // As the script does: a lane's count is asked only once the stream is as long as its bound.
+      const owed = backlog.length >= this.laneCallbackBacklogMax ? ((await this.callbacksOwed())[card.lane] ?? 0) : 0;
+      if (owed >= this.laneCallbackBacklogMax) return { ok: false, callbackBacklog: { length: owed, max: this.laneCallbackBacklogMax, lane: card.lane } };
     }
     // Checked, then written: two such enqueues at once may pass the bound by one each (this path is for another BullMQ version).
     const full = await this.laneFull(card);
@@ -265,6 +280,11 @@ export class LaneQueues {
   /** The callback stream's length (one XLEN) and the bound at which enqueues with a callbackUrl are refused. */
   async callbackBacklog(): Promise<CallbackBacklog> {
     return { length: await callbackBacklog(this.deps.redis), max: this.callbackBacklogMax };
+  }
+
+  /** Each lane's callbacks not yet delivered (keys.callbacksOwed); a lane that owes none is absent. */
+  callbacksOwed(): Promise<Record<string, number>> {
+    return callbacksOwed(this.deps.redis);
   }
 
   async job(cardId: string, lane: string): Promise<Job | undefined> {

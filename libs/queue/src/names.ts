@@ -83,6 +83,12 @@ export const keys = {
   events: () => `${STORE_PREFIX}:events`,
   /** The events a board is to hear about, of cards that have a callbackUrl: what the callback dispatcher reads. */
   callbacks: () => `${STORE_PREFIX}:callbacks`,
+  /**
+   * Hash: lane → the callback entries of its cards not yet acknowledged (the callback stream's name
+   * and `:owed`, which the scripts build from the stream's key). Counted where an entry carries its
+   * lane (field `l`); emptied whenever the stream is.
+   */
+  callbacksOwed: () => `${STORE_PREFIX}:callbacks:owed`,
   /** Job keys an enqueue guards from BullMQ's add for the length of its MULTI (see enqueue-script.ts); empty outside one. */
   enqueueGuards: () => `${STORE_PREFIX}:enqueue-guards`,
   /** Written before each replica ack (replica-ack.ts): WAIT answers for the writes of the connection it is sent on. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ackCallbacks, callbackBacklog, keys } from '@lanes/queue';
+import { ackCallbacks, callbackBacklog, callbacksOwed, keys } from '@lanes/queue';
 import { useRedis } from '../../../test/harness/index.js';
 
 const GROUP = 'lanes-callbacks';
@@ -34,6 +34,28 @@ describe('ackCallbacks', () => {
     expect(await ackCallbacks(f.conn, GROUP, [d!, e!])).toBe(2);
     await f.conn.xgroup('DESTROY', keys.callbacks(), 'other');
     expect(await ackCallbacks(f.conn, GROUP, [])).toBe(0);
+  });
+
+  it("gives each acknowledged entry back to its lane's owed count once; an emptied stream owes nothing, a drifted count included", async () => {
+    await f.conn.flushall();
+    await f.conn.xgroup('CREATE', keys.callbacks(), GROUP, '0', 'MKSTREAM');
+    // As the card script writes them: the entry names its lane, and the lane's count goes up with it.
+    const owe = async (lane: string) => {
+      await f.conn.hincrby(keys.callbacksOwed(), lane, 1);
+      return (await f.conn.xadd(keys.callbacks(), '*', 'e', '{}', 'l', lane)) as string;
+    };
+    const [a1, a2, b1] = [await owe('lane-a'), await owe('lane-a'), await owe('lane-b')];
+    const unnamed = await add();
+    await f.conn.hset(keys.callbacksOwed(), 'lane-x', 7);
+    expect(await callbacksOwed(f.conn)).toEqual({ 'lane-a': 2, 'lane-b': 1, 'lane-x': 7 });
+    expect(await read('one', 4)).toEqual([a1, a2, b1, unnamed]);
+    expect(await ackCallbacks(f.conn, GROUP, [a2!, b1!, unnamed])).toBe(4);
+    expect(await callbacksOwed(f.conn)).toEqual({ 'lane-a': 1, 'lane-x': 7 });
+    // Acknowledged again (a supervisor that took over): given back once only.
+    expect(await ackCallbacks(f.conn, GROUP, [a2!, b1!])).toBe(4);
+    expect(await callbacksOwed(f.conn)).toEqual({ 'lane-a': 1, 'lane-x': 7 });
+    expect(await ackCallbacks(f.conn, GROUP, [a1!])).toBe(0);
+    expect(await callbacksOwed(f.conn)).toEqual({});
   });
 
   it('acknowledges more ids than one script call takes', async () => {

@@ -43,7 +43,17 @@ describe('LaneQueues on real Redis', () => {
   }
 
   /** A LaneQueues over one fresh, uniquely named lane; closed after the test. */
-  function laneQueues({ writeJobs, callbackBacklogMax, maxOpenCards }: { writeJobs?: boolean; callbackBacklogMax?: number; maxOpenCards?: number } = {}) {
+  function laneQueues({
+    writeJobs,
+    callbackBacklogMax,
+    laneCallbackBacklogMax,
+    maxOpenCards,
+  }: {
+    writeJobs?: boolean;
+    callbackBacklogMax?: number;
+    laneCallbackBacklogMax?: number;
+    maxOpenCards?: number;
+  } = {}) {
     const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3, ...(maxOpenCards !== undefined ? { maxOpenCards } : {}) });
     const queues = new LaneQueues({
       redis,
@@ -51,6 +61,7 @@ describe('LaneQueues on real Redis', () => {
       lanes: [lane],
       ...(writeJobs !== undefined ? { writeJobs } : {}),
       ...(callbackBacklogMax !== undefined ? { callbackBacklogMax } : {}),
+      ...(laneCallbackBacklogMax !== undefined ? { laneCallbackBacklogMax } : {}),
     });
     closers.push(async () => {
       await queues.queue(lane.name)!.obliterate({ force: true });
@@ -366,6 +377,39 @@ describe('LaneQueues on real Redis', () => {
       // A retry would add an open card too: refused while the lane is full.
       expect(await queues.retry(ending.id)).toMatchObject({ ok: false, code: 'LANE_FULL', state: 'cancelled' });
       expect((await store.get(ending.id))?.state).toBe('cancelled');
+    },
+  );
+
+  it.each([
+    ['written by the script', true, 2],
+    ['added by BullMQ, in one MULTI', false, 2],
+    ['added by BullMQ, one card', false, 1],
+  ] as const)(
+    "a lane that owes its bound of callbacks is refused cards with a callbackUrl, naming it; another lane's, and its own without one, are taken (jobs %s)",
+    async (_how, writeJobs, size) => {
+      await redis.del(keys.callbacks(), keys.callbacksOwed());
+      const hook = { callbackUrl: 'https://board.example/hook' };
+      const { queues, queue, card } = laneQueues({ writeJobs, laneCallbackBacklogMax: 3 });
+      const other = laneQueues({ writeJobs, laneCallbackBacklogMax: 3 });
+      // Three cards with a callback end: the card script owes each end to the lane's board.
+      for (let i = 0; i < 3; i++) {
+        const c = card(hook);
+        expect(await queues.enqueueMany([c])).toMatchObject({ ok: true });
+        await store.transition(c, { to: 'cancelled', attempt: 0 }, board);
+      }
+      expect(await queues.callbacksOwed()).toEqual({ [queue.name]: 3 });
+      const [, fields] = ((await redis.xrange(keys.callbacks(), '-', '+')) as Array<[string, string[]]>)[0]!;
+      expect(fields.slice(2)).toEqual(['l', queue.name]);
+      const batch = [card(), card(hook)].slice(2 - size);
+      expect(await queues.enqueueMany(batch)).toEqual({ ok: false, callbackBacklog: { length: 3, max: 3, lane: queue.name } });
+      for (const c of batch) expect(await store.get(c.id)).toBeUndefined();
+      expect(await redis.exists(keys.enqueueGuards())).toBe(0);
+      expect(await queues.enqueueMany([card()])).toMatchObject({ ok: true, results: [{ created: true }] });
+      expect(await other.queues.enqueueMany([other.card(hook)])).toMatchObject({ ok: true, results: [{ created: true }] });
+      // A count that drifted high refuses nothing while the stream itself is shorter than the bound.
+      await redis.del(keys.callbacks());
+      expect(await queues.enqueueMany([card(hook)])).toMatchObject({ ok: true, results: [{ created: true }] });
+      await redis.del(keys.callbacks(), keys.callbacksOwed());
     },
   );
 

@@ -118,7 +118,14 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
     if (!out.ok && 'callbackBacklog' in out) {
-      const { length, max } = out.callbackBacklog;
+      const { length, max, lane } = out.callbackBacklog;
+      if (lane !== undefined) {
+        throw new ApiError(
+          503,
+          'CALLBACK_BACKLOG',
+          `${length} callbacks of lane "${lane}" wait for delivery (bound ${max} a lane): its cards with a callbackUrl are refused until its board's endpoint takes them`,
+        );
+      }
       throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);
     }
     if (!out.ok && 'laneFull' in out) {
