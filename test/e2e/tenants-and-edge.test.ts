@@ -387,6 +387,7 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
   const WRITER_B = 'lane-b-write-token-value-5d01';
   const MAX = 40;
   const RETAINED = 25;
+  const OPEN_BYTES = 1024 * 1024;
   const WRITER_C = 'lane-b-slow-token-value-8e42';
 
   beforeAll(async () => {
@@ -396,7 +397,7 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
       redis.url,
       [
         { ...LANES[0]!, maxOpenCards: MAX },
-        { ...LANES[1]!, retention: { terminalCardDays: 7, maxCards: RETAINED } },
+        { ...LANES[1]!, retention: { terminalCardDays: 7, maxCards: RETAINED }, maxOpenBytes: OPEN_BYTES },
       ],
       {
         parts: { api: true, worker: false, supervisor: false },
@@ -482,6 +483,15 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
     // The bucket refills at the rate: after the wait the API named, the card is taken.
     await new Promise((resolve) => setTimeout(resolve, err.retryAfterMs));
     expect((await c.enqueue({ id: 'rated-over', lane: 'lane-b', title: 'in time' })).created).toBe(true);
+  });
+
+  it("a card whose JSON would take the lane's open cards past maxOpenBytes gets 429 LANE_FULL naming the bytes; a small one still fits", async () => {
+    const b = apiClient(t.stack.url!, WRITER_B);
+    const big = await b.request<ErrorBody>('POST', '/v1/cards', { id: 'b-huge', lane: 'lane-b', title: 'huge', prompt: 'x'.repeat(1_000_000) });
+    expect([big.status, big.body.error.code, big.body.error.issues?.[0]?.path]).toEqual([429, 'LANE_FULL', 'lane']);
+    expect(big.body.error.message).toMatch(new RegExp(`lane "lane-b" holds \\d+ bytes of open cards .*; \\d+ more would pass its maxOpenBytes of ${OPEN_BYTES}`));
+    expect(await conn.exists('lanes-store:card:b-huge')).toBe(0);
+    expect((await b.request('POST', '/v1/cards', { id: 'b-small', lane: 'lane-b', title: 'small', prompt: 'x'.repeat(1_000) })).status).toBe(202);
   });
 });
 

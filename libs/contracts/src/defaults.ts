@@ -117,6 +117,16 @@ export const MAX_TOKEN_CARDS_PER_S = 100_000;
 /** The largest `maxOpenCards` a lane may set (~3.4 GiB of Redis at ~3.5 KiB a card). */
 export const MAX_OPEN_CARDS_LIMIT = 1_000_000;
 /**
+ * Card JSON bytes a lane's open cards may hold at which a POST that would add more is refused (429
+ * LANE_FULL). A count alone bounds nothing when a card may carry a 1,000,000-character prompt and
+ * 64 KiB of metadata: 10,000 such cards are tens of GiB. An open card's JSON is in Redis twice (its
+ * record and its job), so the default holds a lane's open cards to about 256 MiB of Redis; 10,000
+ * cards of 13 KiB each fit.
+ */
+export const DEFAULT_MAX_OPEN_BYTES = 128 * 1024 * 1024;
+/** The largest `maxOpenBytes` a lane may set. */
+export const MAX_OPEN_BYTES_LIMIT = 64 * 1024 * 1024 * 1024;
+/**
  * SSE (`GET /v1/events`) limits. Every stream is served from one Redis reader per API process, so these
  * bound sockets and memory, not Redis connections: a board or a browser tab needs a few streams, 20 per
  * token leaves room for reconnect overlap, and 200 per process × the buffer cap bounds the worst case at 50 MiB.

@@ -137,6 +137,8 @@ export const LaneConfigSchema = z
     supersede: SupersedeModeSchema.default(DEFAULT_SUPERSEDE_MODE),
     /** Open cards (queued, running or blocked) at which a POST adding more is refused, 429 LANE_FULL (DEFAULT_MAX_OPEN_CARDS). */
     maxOpenCards: z.number().int().positive().max(D.MAX_OPEN_CARDS_LIMIT).default(D.DEFAULT_MAX_OPEN_CARDS),
+    /** Card JSON bytes the open cards may hold at which a POST adding more is refused, 429 LANE_FULL (DEFAULT_MAX_OPEN_BYTES). */
+    maxOpenBytes: z.number().int().positive().max(D.MAX_OPEN_BYTES_LIMIT).default(D.DEFAULT_MAX_OPEN_BYTES),
     /** The lane's own callback secret (its board's alone); unset: LANES_CALLBACK_SECRET signs its callbacks. */
     callbackSecret: CallbackSecretConfigSchema.optional(),
   })

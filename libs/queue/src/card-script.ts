@@ -32,7 +32,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  * KEYS: 1 card hash, 2 history, 3 lane's blocked set, 4 event stream, 5 BullMQ lock of the card's
  *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream, 9 BullMQ's hash
  *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set,
- *       13 the card's output stream (job-log-append.ts)
+ *       13 the card's output stream (job-log-append.ts), 14 the card JSON bytes of the lane's open
+ *       cards (keys.openBytes: a move that ends the card takes its bytes off, a retry puts them back)
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
  *       7 history entry (JSON), 8 event (JSON), 9 the move's time (epoch ms: the listing score),
@@ -258,8 +259,10 @@ if terminal(to) then
   -- A stream of the end entry alone (no output): kept for readers attached at the end, then gone.
   if not last then redis.call('PEXPIRE', KEYS[13], math.min(tonumber(ARGV[13]), ${agentLimits.CARD_OUTPUT_END_GRACE_MS})) end
   evictOldest()
+  if not terminal(state) and redis.call('DECRBY', KEYS[14], redis.call('HSTRLEN', KEYS[1], 'card')) <= 0 then redis.call('DEL', KEYS[14]) end
 elseif terminal(state) then
   for _, key in ipairs({KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[13]}) do redis.call('PERSIST', key) end
+  redis.call('INCRBY', KEYS[14], redis.call('HSTRLEN', KEYS[1], 'card'))
 end
 if job ~= '' then
   -- A retry: the finished job goes, and (unless BullMQ adds it) the new one under the same id.
@@ -306,7 +309,7 @@ return state
 `;
 
 const SCRIPTS = {
-  lanesCardWrite: { numberOfKeys: 13, lua: WRITE_LUA },
+  lanesCardWrite: { numberOfKeys: 14, lua: WRITE_LUA },
   lanesCardFenced: { numberOfKeys: 3, lua: FENCED_LUA },
   lanesCardCancel: { numberOfKeys: 1, lua: CANCEL_LUA },
 };
@@ -375,6 +378,7 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     keys.jobActive(card.lane),
     keys.jobStalled(card.lane),
     keys.cardOutput(card.id),
+    keys.openBytes(card.lane),
     input.to,
     input.sources.join(','),
     writer.kind,

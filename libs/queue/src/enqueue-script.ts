@@ -37,10 +37,11 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * so one board whose endpoint never answers fills its own lane's share, not the stream every board
  * shares.
  *
- * A batch that would take a lane past its bound on open cards (ARGV 11: `lane max` pairs, space
- * separated; a lane not named has none) is refused whole the same way: a lane's open cards are those
- * queued, running or blocked, counted from its listing indexes, against the new ids of the batch on
- * it. Ids that exist are not new, so a re-post of a full lane's cards is still answered.
+ * A batch that would take a lane past its bounds on open cards (ARGV 11: `lane maxCards maxBytes`
+ * triples, space separated; a lane not named has none) is refused whole the same way: a lane's open
+ * cards are those queued, running or blocked, counted from its listing indexes, and their bytes are
+ * their card JSON's, counted in keys.openBytes, against the new ids of the batch on it and their
+ * JSON. Ids that exist are not new, so a re-post of a full lane's cards is still answered.
  *
  * Under Redis's maxmemory (noeviction) the script's first write is one Redis refuses (HSET, INCR),
  * so a full Redis refuses the whole script with nothing written (OOM); in the MULTI the adds are
@@ -52,7 +53,7 @@ import { defineScriptsOnce } from './redis-scripts.js';
  *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
  *   unless this script writes the card's job and a key is '' for a card without one, 7 mode, 8 time (epoch
  *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
- *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bound on open cards (`lane max lane max…`), 12 the
+ *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bounds on open cards (`lane maxCards maxBytes …`), 12 the
  *   callbacks one lane may owe (entries; 0: no bound).
  *
  * A new card with a supersede key becomes its key's newest (`keys.supersedeLatest`) in the same
@@ -67,7 +68,7 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * `state/lane` as it was before, then one more: per card, the id of the card of its supersede key it
  * replaced as newest, or ''; or 'backlog', the callback stream's length (or the lane's count) and
  * '' (or the lane that owes them); or 'full', the lane, its
- * open cards and the new ones the batch would add.
+ * open cards (or their bytes), the new ones (or their bytes) the batch would add, and 'cards' (or 'bytes').
  */
 const ENQUEUE_LUA = `${WRITE_JOB_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
@@ -137,17 +138,19 @@ for i = 1, n do
     if inMulti and before[i] ~= lanes[i] then conflict = true end
   end
 end
--- Each lane's bound on open cards (ARGV 11): the new ids a lane would take, against those it holds
--- in its queued, running and blocked indexes (each card is in exactly one index of its state).
+-- Each lane's bounds on open cards (ARGV 11): the new ids a lane would take, and their card JSON
+-- bytes, against the cards it holds in its queued, running and blocked indexes (each card is in
+-- exactly one index of its state) and its count of their bytes (keys.openBytes). A lane that holds
+-- no open card holds no bytes, whatever its count says: a count that drifted heals there.
 if inMulti and not conflict then
-  local caps = {}
-  for lane, max in string.gmatch(ARGV[11] or '', '(%S+) (%d+)') do caps[lane] = tonumber(max) end
-  local adding, order, counted = {}, {}, {}
+  local caps, byteCaps = {}, {}
+  for lane, max, maxBytes in string.gmatch(ARGV[11] or '', '(%S+) (%d+) (%d+)') do caps[lane], byteCaps[lane] = tonumber(max), tonumber(maxBytes) end
+  local adding, addingBytes, order, counted = {}, {}, {}, {}
   for i = 1, n do
     if not states[i] and not counted[ids[i]] and caps[lanes[i]] then
       counted[ids[i]] = true
-      if not adding[lanes[i]] then adding[lanes[i]] = 0; order[#order + 1] = lanes[i] end
-      adding[lanes[i]] = adding[lanes[i]] + 1
+      if not adding[lanes[i]] then adding[lanes[i]], addingBytes[lanes[i]] = 0, 0; order[#order + 1] = lanes[i] end
+      adding[lanes[i]], addingBytes[lanes[i]] = adding[lanes[i]] + 1, addingBytes[lanes[i]] + #jsons[i]
     end
   end
   for _, lane in ipairs(order) do
@@ -155,14 +158,20 @@ if inMulti and not conflict then
     local open = redis.call('ZCARD', base .. ':cards:queued') + redis.call('ZCARD', base .. ':cards:running') + redis.call('ZCARD', base .. ':blocked')
     if open + adding[lane] > caps[lane] then
       guardAll()
-      return {'full', lane, tostring(open), tostring(adding[lane])}
+      return {'full', lane, tostring(open), tostring(adding[lane]), 'cards'}
+    end
+    local bytes = 0
+    if open == 0 then redis.call('DEL', base .. ':open-bytes') else bytes = tonumber(redis.call('GET', base .. ':open-bytes') or '0') end
+    if bytes + addingBytes[lane] > byteCaps[lane] then
+      guardAll()
+      return {'full', lane, tostring(bytes), tostring(addingBytes[lane]), 'bytes'}
     end
   end
 end
 local out, superseded = {}, {}
 local made, madeHere, hasBlocked = {}, {}, {}
 -- The new ids of each lane, for the per-lane writes after the loop (one call each, not one per card).
-local newIds, newLanes = {}, {}
+local newIds, newBytes, newLanes = {}, {}, {}
 for i = 1, n do
   local id, lane = ids[i], lanes[i]
   -- The job is written here, or (writeJobs off) added by BullMQ after this script.
@@ -186,8 +195,9 @@ for i = 1, n do
     if sups[i] ~= '' then redis.call('HSET', card, 'supersedeKey', sups[i]) end
     redis.call('RPUSH', card .. ':history', ARGV[3])
     local fresh = newIds[lane]
-    if not fresh then fresh = {}; newIds[lane] = fresh; newLanes[#newLanes + 1] = lane end
+    if not fresh then fresh = {}; newIds[lane] = fresh; newBytes[lane] = 0; newLanes[#newLanes + 1] = lane end
     fresh[#fresh + 1] = id
+    newBytes[lane] = newBytes[lane] + #jsons[i]
     -- A lane with no blocked card (the usual case) is asked once per batch, not once per card.
     local blocked = sp .. ':lane:' .. lane .. ':blocked'
     if hasBlocked[lane] == nil then hasBlocked[lane] = redis.call('EXISTS', blocked) == 1 end
@@ -214,6 +224,8 @@ end
 local SLICE = 500
 for _, lane in ipairs(newLanes) do
   local ids = newIds[lane]
+  -- The card JSON bytes its open cards hold (keys.openBytes), given back when each ends (card-script.ts).
+  redis.call('INCRBY', sp .. ':lane:' .. lane .. ':open-bytes', newBytes[lane])
   for from = 1, #ids, SLICE do
     local to = math.min(from + SLICE - 1, #ids)
     -- Its lane's listing index of queued cards (keys.cardIndex in names.ts), scored by this time.
@@ -273,7 +285,7 @@ export function enqueueArgs(
   mode: EnqueueMode,
   jobOpts: readonly string[] = [],
   callbackBacklogMax = 0,
-  openCardsMax: ReadonlyMap<string, number> = new Map(),
+  openCardsMax: ReadonlyMap<string, { cards: number; bytes: number }> = new Map(),
   laneCallbackBacklogMax = 0,
 ): Array<string | number> {
   const at = new Date(nowMs).toISOString();
@@ -297,7 +309,7 @@ export function enqueueArgs(
     nowMs,
     callbackBacklogMax,
     SUPERSEDE_LATEST_TTL_MS,
-    [...openCardsMax].map(([lane, max]) => `${lane} ${max}`).join(' '),
+    [...openCardsMax].map(([lane, max]) => `${lane} ${max.cards} ${max.bytes}`).join(' '),
     laneCallbackBacklogMax,
   ];
 }
@@ -311,8 +323,8 @@ export type EnqueueReply = {
   callbackBacklog?: number;
   /** With callbackBacklog: the lane whose own count of owed callbacks is at its bound (else the stream is at its bound). */
   callbackBacklogLane?: string;
-  /** The batch was refused whole: it would take `lane` past its bound on open cards. */
-  laneFull?: { lane: string; open: number; adding: number };
+  /** The batch was refused whole: it would take `lane` past its bound on open cards (`unit` cards) or on their bytes. */
+  laneFull?: { lane: string; open: number; adding: number; unit: 'cards' | 'bytes' };
   before: Array<{ state: z.infer<typeof CardStateSchema>; lane: string } | undefined>;
   /** Per card: the card of its supersede key it replaced as newest, to be cancelled. */
   supersedes: Array<string | undefined>;
@@ -320,7 +332,7 @@ export type EnqueueReply = {
 
 const ReplySchema = z.union([
   z.tuple([z.literal('backlog'), z.string(), z.string()]),
-  z.tuple([z.literal('full'), z.string(), z.string(), z.string()]),
+  z.tuple([z.literal('full'), z.string(), z.string(), z.string(), z.enum(['cards', 'bytes'])]),
   z.tuple([z.enum(['ok', 'conflict']), z.string(), z.string()]),
 ]);
 
@@ -329,7 +341,7 @@ export function parseEnqueueReply(raw: unknown, count: number): EnqueueReply {
   if (reply[0] === 'backlog') {
     return { conflict: false, callbackBacklog: Number(reply[1]), ...(reply[2] !== '' ? { callbackBacklogLane: reply[2] } : {}), before: [], supersedes: [] };
   }
-  if (reply[0] === 'full') return { conflict: false, laneFull: { lane: reply[1], open: Number(reply[2]), adding: Number(reply[3]) }, before: [], supersedes: [] };
+  if (reply[0] === 'full') return { conflict: false, laneFull: { lane: reply[1], open: Number(reply[2]), adding: Number(reply[3]), unit: reply[4] }, before: [], supersedes: [] };
   const [status, states, replaced] = reply;
   const parts = states.split(',');
   const supersedes = replaced.split(',').map((id) => (id === '' ? undefined : id));

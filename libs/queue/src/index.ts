@@ -25,6 +25,7 @@ export {
   type EnqueueManyResult,
   type CallbackBacklog,
   type LaneFull,
+  describeLaneFull,
   type CommandOutcome,
 } from './lane-queues.js';
 export { FleetStore, SANDBOX_RECORD_TTL_S, type BreakerStatus, type LaneHealth } from './fleet-store.js';

@@ -67,12 +67,13 @@ export type EnqueueManyResult =
   | { ok: false; callbackBacklog: CallbackBacklog }
   | { ok: false; laneFull: LaneFull };
 
-/** A batch refused because it would take a lane past its `maxOpenCards`. */
+/** A batch refused because it would take a lane past its `maxOpenCards` (unit `cards`) or its `maxOpenBytes` (unit `bytes`). */
 export interface LaneFull {
   lane: string;
-  /** The lane's open cards (queued, running or blocked) when the batch came. */
+  unit: 'cards' | 'bytes';
+  /** The lane's open cards (queued, running or blocked), or their card JSON bytes, when the batch came. */
   open: number;
-  /** The new cards the batch would have added to the lane. */
+  /** The new cards, or their bytes, the batch would have added to the lane. */
   adding: number;
   max: number;
 }
@@ -111,6 +112,13 @@ export interface CancelOptions {
   running?: boolean;
 }
 
+/** What a LANE_FULL says: the lane, what it holds and what would pass its bound. */
+export function describeLaneFull(full: LaneFull): string {
+  return full.unit === 'cards'
+    ? `lane "${full.lane}" holds ${full.open} open cards (queued, running or blocked); ${full.adding} more would pass its maxOpenCards of ${full.max}`
+    : `lane "${full.lane}" holds ${full.open} bytes of open cards (card JSON, queued, running or blocked); ${full.adding} more would pass its maxOpenBytes of ${full.max}`;
+}
+
 /** The ids of a refused batch that belong to another lane (or appear twice on two lanes). */
 function conflictsOf(cards: readonly Card[], reply: EnqueueReply): Array<{ index: number; id: string; lane: string }> {
   const seen = new Map<string, string>();
@@ -130,7 +138,7 @@ export class LaneQueues {
   private readonly writeJobs: boolean;
   readonly callbackBacklogMax: number;
   readonly laneCallbackBacklogMax: number;
-  private readonly openCardsMax = new Map<string, number>();
+  private readonly openCardsMax = new Map<string, { cards: number; bytes: number }>();
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
@@ -141,7 +149,7 @@ export class LaneQueues {
     defineScriptsOnce(deps.redis, SCRIPTS);
     for (const lane of deps.lanes) {
       this.lanes.set(lane.name, lane);
-      this.openCardsMax.set(lane.name, lane.maxOpenCards);
+      this.openCardsMax.set(lane.name, { cards: lane.maxOpenCards, bytes: lane.maxOpenBytes });
       // With tracing on, BullMQ's own add carries the caller's trace to the job (job-trace.ts).
       const queue = new Queue(queueName(lane.name), { connection: deps.redis, prefix: QUEUE_PREFIX, ...bullmqTelemetry() });
       queue.on('error', deps.onError ?? (() => undefined));
@@ -169,7 +177,7 @@ export class LaneQueues {
   async enqueue(card: Card): Promise<EnqueueOutcome> {
     const out = await this.enqueueMany([card]);
     if (!out.ok && 'callbackBacklog' in out) throw new Error(`card ${card.id} refused: ${out.callbackBacklog.length} callbacks wait for delivery`);
-    if (!out.ok && 'laneFull' in out) throw new Error(`card ${card.id} refused: lane ${card.lane} holds ${out.laneFull.open} open cards (maxOpenCards ${out.laneFull.max})`);
+    if (!out.ok && 'laneFull' in out) throw new Error(`card ${card.id} refused: ${describeLaneFull(out.laneFull)}`);
     if (!out.ok) throw new Error(`card ${card.id} already exists on lane "${out.conflicts[0]?.lane}"`);
     return out.results[0]!;
   }
@@ -201,7 +209,10 @@ export class LaneQueues {
         callbackBacklog: { length: reply.callbackBacklog, ...(lane !== undefined ? { lane, max: this.laneCallbackBacklogMax } : { max: this.callbackBacklogMax }) },
       };
     }
-    if (reply.laneFull !== undefined) return { ok: false, laneFull: { ...reply.laneFull, max: this.openCardsMax.get(reply.laneFull.lane)! } };
+    if (reply.laneFull !== undefined) {
+      const max = this.openCardsMax.get(reply.laneFull.lane)!;
+      return { ok: false, laneFull: { ...reply.laneFull, max: reply.laneFull.unit === 'cards' ? max.cards : max.bytes } };
+    }
     if (reply.conflict) return { ok: false, conflicts: conflictsOf(cards, reply) };
     await this.supersedeAll(cards, reply.supersedes);
     return {
@@ -244,7 +255,7 @@ export class LaneQueues {
       if (owed >= this.laneCallbackBacklogMax) return { ok: false, callbackBacklog: { length: owed, max: this.laneCallbackBacklogMax, lane: card.lane } };
     }
     // Checked, then written: two such enqueues at once may pass the bound by one each (this path is for another BullMQ version).
-    const full = await this.laneFull(card);
+    const full = (await this.deps.store.lane(card.id)) === undefined ? await this.laneFull(card.lane, Buffer.byteLength(JSON.stringify(card))) : undefined;
     if (full) return { ok: false, laneFull: full };
     const [created] = await this.deps.store.createMany([card]);
     if (!created!.created && created!.lane !== card.lane) return { ok: false, conflicts: [{ index: 0, id: card.id, lane: created!.lane }] };
@@ -256,12 +267,14 @@ export class LaneQueues {
     return { ok: true, results: [created!.created ? { created: true, id: card.id, state: 'queued' } : { created: false, id: card.id, state: created!.state }] };
   }
 
-  /** The lane's bound, were `card` (if new) added to it; undefined while it has room or the card exists. */
-  private async laneFull(card: Card): Promise<LaneFull | undefined> {
-    const max = this.openCardsMax.get(card.lane)!;
-    const open = (await this.openCards([card.lane]))[0]!;
-    if (open < max || (await this.deps.store.lane(card.id)) !== undefined) return undefined;
-    return { lane: card.lane, open, adding: 1, max };
+  /** The lane's bound a card of `cardBytes` would pass, were it added (a new card, or a retried one); undefined while it has room. */
+  private async laneFull(lane: string, cardBytes: number): Promise<LaneFull | undefined> {
+    const max = this.openCardsMax.get(lane)!;
+    const open = (await this.openCards([lane]))[0]!;
+    if (open + 1 > max.cards) return { lane, unit: 'cards', open, adding: 1, max: max.cards };
+    const bytes = open === 0 ? 0 : Number((await this.deps.redis.get(keys.openBytes(lane))) ?? 0);
+    if (bytes + cardBytes > max.bytes) return { lane, unit: 'bytes', open: bytes, adding: cardBytes, max: max.bytes };
+    return undefined;
   }
 
   /** Each lane's open cards: queued, running or blocked (one ZCARD per index, in one round trip). */
@@ -381,17 +394,10 @@ export class LaneQueues {
     }
     const lane = this.lanes.get(record.lane);
     if (!lane) return { ok: false, code: 'CARD_STATE', state: record.state, message: `card ${cardId} is on lane "${record.lane}", which this process does not serve` };
-    // Checked, then written: retries at once may pass the bound by one each, where a post cannot (its script counts).
-    const open = (await this.openCards([lane.name]))[0]!;
-    if (open >= lane.maxOpenCards) {
-      return {
-        ok: false,
-        code: 'LANE_FULL',
-        state: record.state,
-        message: `lane "${lane.name}" holds ${open} open cards (queued, running or blocked), its maxOpenCards; retry as cards end`,
-      };
-    }
     const card = CardSchema.parse(Object.fromEntries(Object.keys(CardSchema.shape).flatMap((k) => (k in record ? [[k, record[k as keyof typeof record]]] : []))));
+    // Checked, then written: retries at once may pass the bound by one each, where a post cannot (its script counts).
+    const full = await this.laneFull(lane.name, Buffer.byteLength(JSON.stringify(card)));
+    if (full) return { ok: false, code: 'LANE_FULL', state: record.state, message: `${describeLaneFull(full)}; retry as cards end` };
     const job = this.writeJobs ? ({ kind: 'write', opts: jobLayoutOpts(card, lane), priority: card.priority } as const) : ({ kind: 'clear' } as const);
     const message = reason ? `retried: ${reason}` : 'retried';
     const deadline = Date.now() + REDRIVE_HANDOVER_MS;

@@ -70,6 +70,11 @@ export const keys = {
   supersedeRunning: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:supersede:${key}:running`,
   supersedeWaiting: (lane: string, key: string) => `${STORE_PREFIX}:lane:${lane}:supersede:${key}:waiting`,
   supersedeParked: (lane: string) => `${STORE_PREFIX}:lane:${lane}:supersede-parked`,
+  /**
+   * The card JSON bytes of a lane's open cards (queued, running or blocked): added by the enqueue
+   * script, given back by the move that ends each card, added again by a retry (lane `maxOpenBytes`).
+   */
+  openBytes: (lane: string) => `${STORE_PREFIX}:lane:${lane}:open-bytes`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,

@@ -48,13 +48,21 @@ describe('LaneQueues on real Redis', () => {
     callbackBacklogMax,
     laneCallbackBacklogMax,
     maxOpenCards,
+    maxOpenBytes,
   }: {
     writeJobs?: boolean;
     callbackBacklogMax?: number;
     laneCallbackBacklogMax?: number;
     maxOpenCards?: number;
+    maxOpenBytes?: number;
   } = {}) {
-    const lane = LaneConfigSchema.parse({ name: uid('lane'), agent: ['true'], attempts: 3, ...(maxOpenCards !== undefined ? { maxOpenCards } : {}) });
+    const lane = LaneConfigSchema.parse({
+      name: uid('lane'),
+      agent: ['true'],
+      attempts: 3,
+      ...(maxOpenCards !== undefined ? { maxOpenCards } : {}),
+      ...(maxOpenBytes !== undefined ? { maxOpenBytes } : {}),
+    });
     const queues = new LaneQueues({
       redis,
       store,
@@ -200,6 +208,12 @@ describe('LaneQueues on real Redis', () => {
     { writeJobs: true, writer: "lanes' script" },
     { writeJobs: false, writer: "BullMQ's add" },
   ] as const;
+  /** Each way an enqueue is written, with the batch size that takes it (one card alone goes by BullMQ's add outside a MULTI). */
+  const ENQUEUE_PATHS = [
+    ['written by the script', true, 2],
+    ['added by BullMQ, in one MULTI', false, 2],
+    ['added by BullMQ, one card', false, 1],
+  ] as const;
 
   it.each(JOB_WRITERS)('enqueue repairs a record left queued with no job, plain or prioritized (job by $writer)', async ({ writeJobs }) => {
     const { lane, queues, queue, card } = laneQueues({ writeJobs });
@@ -313,11 +327,7 @@ describe('LaneQueues on real Redis', () => {
     return seen.slice(0, seen.indexOf('ping'));
   }
 
-  it.each([
-    ['written by the script', true, 2],
-    ['added by BullMQ, in one MULTI', false, 2],
-    ['added by BullMQ, one card', false, 1],
-  ] as const)('at the callback backlog bound a batch with a callbackUrl is refused whole, jobs %s', async (_how, writeJobs, size) => {
+  it.each(ENQUEUE_PATHS)('at the callback backlog bound a batch with a callbackUrl is refused whole, jobs %s', async (_how, writeJobs, size) => {
     await redis.del(keys.callbacks());
     const { queues, queue, card } = laneQueues({ writeJobs, callbackBacklogMax: 3 });
     for (let i = 0; i < 2; i++) await redis.xadd(keys.callbacks(), '*', 'e', '{}');
@@ -341,11 +351,7 @@ describe('LaneQueues on real Redis', () => {
     await redis.del(keys.callbacks());
   });
 
-  it.each([
-    ['written by the script', true, 2],
-    ['added by BullMQ, in one MULTI', false, 2],
-    ['added by BullMQ, one card', false, 1],
-  ] as const)(
+  it.each(ENQUEUE_PATHS)(
     'a batch that would take a lane past its maxOpenCards is refused whole; ended cards free places, repeats are still answered (jobs %s)',
     async (_how, writeJobs, size) => {
       const { queues, queue, card, blockedCard } = laneQueues({ writeJobs, maxOpenCards: 4 });
@@ -361,7 +367,7 @@ describe('LaneQueues on real Redis', () => {
       // Full: a batch with a new card is refused whole, nothing of it written (its repeat neither).
       const batch = [fourth, card()].slice(2 - size);
       const refused = await queues.enqueueMany(batch);
-      expect(refused).toEqual({ ok: false, laneFull: { lane: queue.name, open: 4, adding: 1, max: 4 } });
+      expect(refused).toEqual({ ok: false, laneFull: { lane: queue.name, unit: 'cards', open: 4, adding: 1, max: 4 } });
       const fresh = batch.at(-1)!;
       expect(await store.get(fresh.id)).toBeUndefined();
       expect(await queue.getJob(fresh.id)).toBeUndefined();
@@ -380,11 +386,39 @@ describe('LaneQueues on real Redis', () => {
     },
   );
 
-  it.each([
-    ['written by the script', true, 2],
-    ['added by BullMQ, in one MULTI', false, 2],
-    ['added by BullMQ, one card', false, 1],
-  ] as const)(
+  it.each(ENQUEUE_PATHS)(
+    "a batch that would take a lane's open cards past its maxOpenBytes of card JSON is refused whole; an end gives its bytes back, a retry takes them again (jobs %s)",
+    async (_how, writeJobs, size) => {
+      const bytes = (c: Card) => Buffer.byteLength(JSON.stringify(c));
+      const probe = laneQueues({ writeJobs });
+      const [first, second] = [probe.card({ prompt: 'a'.repeat(500) }), probe.card({ prompt: 'b'.repeat(500) })];
+      const max = bytes(first) + bytes(second) + 10;
+      const { queues, queue, card } = laneQueues({ writeJobs, maxOpenBytes: max });
+      const [a, b] = [card({ prompt: first.prompt! }), card({ prompt: second.prompt! })];
+      // Drift from an earlier life of the lane: with no open card, the lane holds no bytes.
+      await redis.set(keys.openBytes(queue.name), 1e9);
+      expect(await queues.enqueueMany([a, b])).toMatchObject({ ok: true });
+      expect(Number(await redis.get(keys.openBytes(queue.name)))).toBe(bytes(a) + bytes(b));
+      const batch = [card(), card({ prompt: 'c'.repeat(300) })].slice(2 - size);
+      const adding = batch.reduce((sum, c) => sum + bytes(c), 0);
+      expect(await queues.enqueueMany(batch)).toEqual({ ok: false, laneFull: { lane: queue.name, unit: 'bytes', open: bytes(a) + bytes(b), adding, max } });
+      for (const c of batch) expect(await store.get(c.id)).toBeUndefined();
+      expect(await redis.exists(keys.enqueueGuards())).toBe(0);
+      // The end of a card gives its bytes back; a retry takes them again, refused while they would not fit.
+      await queues.cancel(a.id);
+      expect(Number(await redis.get(keys.openBytes(queue.name)))).toBe(bytes(b));
+      expect(await queues.enqueueMany(batch)).toMatchObject({ ok: true });
+      expect(await queues.retry(a.id)).toMatchObject({ ok: false, code: 'LANE_FULL', message: expect.stringContaining('maxOpenBytes') });
+      for (const c of batch) await queues.cancel(c.id);
+      expect(await queues.retry(a.id)).toEqual({ ok: true, state: 'queued' });
+      expect(Number(await redis.get(keys.openBytes(queue.name)))).toBe(bytes(a) + bytes(b));
+      await queues.cancel(a.id);
+      await queues.cancel(b.id);
+      expect(await redis.exists(keys.openBytes(queue.name))).toBe(0);
+    },
+  );
+
+  it.each(ENQUEUE_PATHS)(
     "a lane that owes its bound of callbacks is refused cards with a callbackUrl, naming it; another lane's, and its own without one, are taken (jobs %s)",
     async (_how, writeJobs, size) => {
       await redis.del(keys.callbacks(), keys.callbacksOwed());

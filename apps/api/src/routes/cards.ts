@@ -14,7 +14,7 @@ import {
   type CallbackAllowRule,
   type ValidationIssue,
 } from '@lanes/contracts';
-import type { CardOutput, CardStore, LaneQueues } from '@lanes/queue';
+import { describeLaneFull, type CardOutput, type CardStore, type LaneQueues } from '@lanes/queue';
 import { ApiError, notFound } from '../api-error.js';
 import type { CardRateLimiter } from '../edge/card-rate.js';
 import { inScope, type Principal } from '../edge/principal.js';
@@ -129,12 +129,9 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
       throw new ApiError(503, 'CALLBACK_BACKLOG', `${length} callbacks wait for delivery (bound ${max}): cards with a callbackUrl are refused until the supervisor catches up`);
     }
     if (!out.ok && 'laneFull' in out) {
-      const { lane, open, adding, max } = out.laneFull;
-      const index = cards.findIndex((card) => card.lane === lane);
-      const issue = {
-        path: bulk ? `cards.${index}.lane` : 'lane',
-        message: `lane "${lane}" holds ${open} open cards (queued, running or blocked); ${adding} more would pass its maxOpenCards of ${max}`,
-      };
+      const full = out.laneFull;
+      const index = cards.findIndex((card) => card.lane === full.lane);
+      const issue = { path: bulk ? `cards.${index}.lane` : 'lane', message: describeLaneFull(full) };
       throw new ApiError(429, 'LANE_FULL', `${issue.path}: ${issue.message}; nothing was queued, post again as cards end`, [issue]);
     }
     if (!out.ok) {
