@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { LanesApiError, LanesClient } from '@lanes/client';
-import { ConfigError, type CardRecord, type LaneStatus } from '@lanes/contracts';
+import { ConfigError, defaults, type CardRecord, type LaneStatus } from '@lanes/contracts';
 import { QUEUE_PREFIX } from '@lanes/queue';
 import { apiClient, startRedis, startTestStack, waitFor, type ApiClient, type TestRedis, type TestStack } from '../harness/index.js';
 
@@ -434,6 +434,10 @@ describe("one board's flood stops at its lane's maxOpenCards; another board's la
     const single = await a.request<ErrorBody>('POST', '/v1/cards', { id: 'one-more', lane: 'lane-a', title: 'no room' });
     expect([single.status, single.body.error.code, single.body.error.issues?.[0]?.path]).toEqual([429, 'LANE_FULL', 'lane']);
     expect(await conn.llen('lanes:lane-a:wait')).toBe(MAX);
+    // The board sees its room: GET /v1/lanes names what the lane holds open against its bounds.
+    const [status] = await a.lanes();
+    expect(status?.open).toEqual({ cards: MAX, maxCards: MAX, bytes: expect.any(Number), maxBytes: defaults.DEFAULT_MAX_OPEN_BYTES });
+    expect(status?.open?.bytes).toBeGreaterThan(MAX * 50);
     // A repeat of a card it holds is answered, not refused: a board retrying its own post learns its card's state.
     expect((await a.request<{ state: string }>('POST', '/v1/cards', { id: 'last', lane: 'lane-a', title: 'fits' })).status).toBe(200);
     // The other tenant's lane takes cards as ever.

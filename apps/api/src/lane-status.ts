@@ -25,13 +25,14 @@ export async function laneStatuses(deps: LaneStatusDeps & { redis?: Redis }): Pr
     deps.lanes.map(async (lane) => {
       const queue = deps.queues.queue(lane.name)!;
       const keyLimits = deps.redis ? new KeyLimits(deps.redis) : undefined;
-      const [jobCounts, blocked, slots, breaker, health, parked] = await Promise.all([
+      const [jobCounts, blocked, slots, breaker, health, parked, open] = await Promise.all([
         queue.getJobCounts(...JOB_STATES),
         deps.store.blocked(lane.name),
         deps.fleet.slots(lane.name),
         deps.fleet.breaker(lane.name),
         deps.fleet.health(lane.name),
         keyLimits?.parkedCounts(lane.name),
+        deps.queues.openLoad([lane.name]),
       ]);
       const counts: Record<string, number> = { ...jobCounts, blocked: blocked.length, ...parkedCountsOf(lane, parked) };
       for (const b of blocked) counts[`blocked:${b.blockedReason}`] = (counts[`blocked:${b.blockedReason}`] ?? 0) + 1;
@@ -55,6 +56,7 @@ export async function laneStatuses(deps: LaneStatusDeps & { redis?: Redis }): Pr
         desiredSlots: desired.desired,
         outage: health?.status === 'outage',
         ...(isolations[lane.name] ? { isolation: isolations[lane.name] } : {}),
+        open: open[0]!,
       };
     }),
   );

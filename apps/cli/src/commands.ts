@@ -54,7 +54,7 @@ export async function lanesCommand(client: LanesClient, print: Print): Promise<n
   const body = { lanes: await client.lanes() };
   print(
     table(
-      ['lane', 'provider', 'waiting', 'active', 'delayed', 'blocked', 'done', 'failed', 'slots', 'desired', 'breaker', 'outage'],
+      ['lane', 'provider', 'waiting', 'active', 'delayed', 'blocked', 'done', 'failed', 'open / max', 'slots', 'desired', 'breaker', 'outage'],
       body.lanes.map((l) => [
         l.name,
         l.provider,
@@ -64,6 +64,7 @@ export async function lanesCommand(client: LanesClient, print: Print): Promise<n
         l.counts.blocked,
         l.counts.completed,
         l.counts.failed,
+        l.open ? `${l.open.cards} / ${l.open.maxCards}` : undefined,
         l.slots.length,
         l.desiredSlots,
         l.breaker.state,

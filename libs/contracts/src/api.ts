@@ -94,6 +94,16 @@ export const LaneIsolationSchema = z.object({
 });
 export type LaneIsolation = z.infer<typeof LaneIsolationSchema>;
 
+/** What a lane holds open (queued, running or blocked) against its bounds: past either, posts get 429 LANE_FULL. */
+export const LaneOpenCardsSchema = z.object({
+  cards: z.number().int(),
+  maxCards: z.number().int(),
+  /** Their card JSON, in bytes. */
+  bytes: z.number().int(),
+  maxBytes: z.number().int(),
+});
+export type LaneOpenCards = z.infer<typeof LaneOpenCardsSchema>;
+
 export const LaneStatusSchema = z.object({
   name: z.string(),
   provider: z.string(),
@@ -108,5 +118,6 @@ export const LaneStatusSchema = z.object({
   outage: z.boolean(),
   /** As its workers reported it at boot; absent until one has. */
   isolation: LaneIsolationSchema.optional(),
+  open: LaneOpenCardsSchema.optional(),
 });
 export type LaneStatus = z.infer<typeof LaneStatusSchema>;

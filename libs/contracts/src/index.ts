@@ -95,6 +95,7 @@ export {
   BreakerStateSchema,
   SlotStatusSchema,
   LaneStatusSchema,
+  LaneOpenCardsSchema,
   LaneIsolationSchema,
   type LaneIsolation,
   type EnqueueResponse,
@@ -103,6 +104,7 @@ export {
   type BreakerStateName,
   type SlotStatus,
   type LaneStatus,
+  type LaneOpenCards,
 } from './api.js';
 export { EventTypeSchema, LaneEventSchema, type EventType, type LaneEvent } from './events.js';
 export { STREAM_ID_PATTERN, StreamIdSchema, compareStreamIds } from './stream-id.js';

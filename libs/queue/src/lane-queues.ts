@@ -12,6 +12,7 @@ import {
   type Card,
   type CardState,
   type LaneConfig,
+  type LaneOpenCards,
 } from '@lanes/contracts';
 import type { CardStore } from './card-store.js';
 import { callbackBacklog, callbacksOwed } from './callback-stream.js';
@@ -269,25 +270,37 @@ export class LaneQueues {
 
   /** The lane's bound a card of `cardBytes` would pass, were it added (a new card, or a retried one); undefined while it has room. */
   private async laneFull(lane: string, cardBytes: number): Promise<LaneFull | undefined> {
-    const max = this.openCardsMax.get(lane)!;
-    const open = (await this.openCards([lane]))[0]!;
-    if (open + 1 > max.cards) return { lane, unit: 'cards', open, adding: 1, max: max.cards };
-    const bytes = open === 0 ? 0 : Number((await this.deps.redis.get(keys.openBytes(lane))) ?? 0);
-    if (bytes + cardBytes > max.bytes) return { lane, unit: 'bytes', open: bytes, adding: cardBytes, max: max.bytes };
+    const open = (await this.openLoad([lane]))[0]!;
+    if (open.cards + 1 > open.maxCards) return { lane, unit: 'cards', open: open.cards, adding: 1, max: open.maxCards };
+    if (open.bytes + cardBytes > open.maxBytes) return { lane, unit: 'bytes', open: open.bytes, adding: cardBytes, max: open.maxBytes };
     return undefined;
   }
 
   /** Each lane's open cards: queued, running or blocked (one ZCARD per index, in one round trip). */
   async openCards(lanes: readonly string[]): Promise<number[]> {
+    return (await this.openLoad(lanes)).map((load) => load.cards);
+  }
+
+  /**
+   * Each lane's open cards and their card JSON bytes, against its bounds (one round trip). A lane
+   * with no open card holds no bytes, as the enqueue script counts it.
+   */
+  async openLoad(lanes: readonly string[]): Promise<LaneOpenCards[]> {
     const pipeline = this.deps.redis.pipeline();
-    for (const lane of lanes) for (const state of ['queued', 'running', 'blocked'] as const) pipeline.zcard(keys.cardIndex(lane, state));
+    for (const lane of lanes) {
+      for (const state of ['queued', 'running', 'blocked'] as const) pipeline.zcard(keys.cardIndex(lane, state));
+      pipeline.get(keys.openBytes(lane));
+    }
     const replies = (await pipeline.exec()) ?? [];
-    return lanes.map((_, i) =>
-      replies.slice(i * 3, i * 3 + 3).reduce((sum, [err, count]) => {
+    return lanes.map((lane, i) => {
+      const [queued, running, blocked, bytes] = replies.slice(i * 4, i * 4 + 4).map(([err, value]) => {
         if (err) throw err;
-        return sum + Number(count);
-      }, 0),
-    );
+        return Number(value ?? 0);
+      });
+      const cards = queued! + running! + blocked!;
+      const max = this.openCardsMax.get(lane) ?? { cards: defaults.DEFAULT_MAX_OPEN_CARDS, bytes: defaults.DEFAULT_MAX_OPEN_BYTES };
+      return { cards, maxCards: max.cards, bytes: cards === 0 ? 0 : bytes!, maxBytes: max.bytes };
+    });
   }
 
   /** The callback stream's length (one XLEN) and the bound at which enqueues with a callbackUrl are refused. */
