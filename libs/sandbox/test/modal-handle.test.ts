@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
 import type { SandboxHandle } from '@lanes/sandbox';
 import { MODAL_TEST_KILL_GRACE_MS, SDK_CONTROL_ATTEMPTS, SDK_ROUTER_ATTEMPTS, modalFixture, modalTestSpec, type ModalFixture } from './support/modal-fixture.js';
+import { findByEnvEntry } from '../src/proc.js';
 import { outputWatcher, waitFor } from './support/wait-for.js';
 
 // ModalSandboxHandle on the real SDK (modal@0.11.1) over the local Modal server.
@@ -39,10 +40,25 @@ describe('ModalSandboxHandle.exec', () => {
     expect(chunks).toEqual(expect.arrayContaining(['stdout:out\n', 'stderr:err\n']));
     const sent = execsOf(handle.id).at(-1)!;
     expect(sent.slice(0, 2)).toEqual(['sh', '-c']);
-    // sh -c WRAPPER lanes-exec <execId> <argv...>: the card's argv is never inside the script.
+    // sh -c WRAPPER lanes-exec <execId> <end|keep> <argv...>: the card's argv is never inside the script.
     expect(sent.slice(3, 4)).toEqual(['lanes-exec']);
-    expect(sent.slice(5)).toEqual(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(sent.slice(5)).toEqual(['keep', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
     expect(sent[2]).not.toContain('echo out');
+  });
+
+  it("endLeftovers: what the card's last command and an earlier one left running is gone when its result comes back; without it, it stays", async () => {
+    const handle = await create();
+    const nonce = `leftover-${process.pid}-${Date.now()}`;
+    const marked = () => findByEnvEntry(`CONTRACT_TREE=${nonce}`, new Set([process.pid])).map((p) => p.pid);
+    // In its group, in a session of its own, and in a group of its own within its session.
+    const leave = 'sleep 300 & setsid sleep 300 & perl -e "setpgrp(0, 0); sleep 300" & echo left';
+    expect((await handle.exec(['sh', '-c', leave], { env: { CONTRACT_TREE: nonce } })).stdout).toBe('left\n');
+    await waitFor('three leftovers', () => marked().length === 3);
+    const last = await handle.exec(['sh', '-c', leave], { env: { CONTRACT_TREE: nonce }, endLeftovers: true });
+    expect(last).toMatchObject({ exitCode: 0, stdout: 'left\n' });
+    expect(execsOf(handle.id).at(-1)!.slice(5, 6)).toEqual(['end']);
+    expect(marked()).toEqual([]);
+    expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
   });
 
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { READ_WINDOW_MS, decideRead, type ReadWindow } from '../src/local/read-budget.js';
+import { READ_WINDOW_MS, decideRead, paceRead, type ReadWindow } from '../src/read-budget.js';
 
 /** 1,000 bytes a second: a window's share is 100 bytes. */
 const RATE = 1_000;
@@ -20,5 +20,17 @@ describe('decideRead', () => {
     ],
   ])('%s', (_what, window, bytes, nowMs, expected) => {
     expect(decideRead(window, bytes, nowMs, RATE)).toEqual(expected);
+  });
+});
+
+describe('paceRead: a pulling reader pays for each chunk in time', () => {
+  const RATE = 1_000_000;
+  it.each<[string, number | undefined, number, number, { readyAtMs: number; waitMs: number }]>([
+    ['an idle reader takes a window’s share at once', undefined, 100_000, 1_000, { readyAtMs: 1_000, waitMs: 0 }],
+    ['a MiB at 1 MB/s waits nearly a second, however it came in one message', undefined, 1_000_000, 1_000, { readyAtMs: 1_900, waitMs: 900 }],
+    ['debt carries on from when the last chunk was paid', 1_900, 500_000, 1_000, { readyAtMs: 2_400, waitMs: 1_400 }],
+    ['idle time earns one window’s credit, no more', 0, 200_000, 10_000, { readyAtMs: 10_100, waitMs: 100 }],
+  ])('%s', (_name, readyAtMs, bytes, nowMs, expected) => {
+    expect(paceRead(readyAtMs, bytes, nowMs, RATE)).toEqual(expected);
   });
 });

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { agentLimits } from '@lanes/contracts';
-import { decideRead, type ReadWindow } from './read-budget.js';
+import { decideRead, type ReadWindow } from '../read-budget.js';
 
 /** Messages the sandbox init sends (see runtime/local-init.mjs for the protocol). */
 export type InitEvent =

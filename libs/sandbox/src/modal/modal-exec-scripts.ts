@@ -28,10 +28,17 @@ export const EXEC_MARKER_ENV = 'LANES_EXEC_ID';
  * never be interrupted. (The cost: if the SDK's backstop kills this wrapper, the group outlives it;
  * the backstop only fires after our own group kill has failed.)
  *
- * argv: sh -c WRAP_SCRIPT lanes-exec <execId> <argv...>
+ * With `end` as its second argument (ExecOptions.endLeftovers: the card's last command), once the
+ * command has exited the wrapper kills what it left running before it exits itself: the members of
+ * its process group and session, and every process still carrying a marker, its own or an earlier
+ * command's (a setup step's daemon). A daemon that left both and dropped its environment is out of
+ * reach: a sandbox-wide kill could reach what Modal itself runs in the container. Ending them here,
+ * not in a second exec, also closes the pipes they held, so the command's output ends with it.
+ *
+ * argv: sh -c WRAP_SCRIPT lanes-exec <execId> <end|keep> <argv...>
  */
 export const WRAP_SCRIPT = [
-  `d="${PG_DIR_SH}"; f="$d/$1"; id="$1"; shift`,
+  `d="${PG_DIR_SH}"; f="$d/$1"; id="$1"; leftovers="$2"; shift 2`,
   // The shell's own job reports ("Killed") must not pose as the command's stderr: the wrapper's
   // fd 2 goes nowhere and the command writes to the original stderr through fd 3. The subshell +
   // exec matters: dash prints a job report through the command's own redirections.
@@ -40,6 +47,14 @@ export const WRAP_SCRIPT = [
   'command -v setsid >/dev/null 2>&1 || { echo "lanes: setsid is missing from the sandbox image" >&3; exit 127; }',
   `(${EXEC_MARKER_ENV}="$id" exec setsid sh -c 'f="$1"; shift; echo $$ > "$f.tmp" && mv -f "$f.tmp" "$f"; exec "$@"' lanes "$f" "$@" </dev/null 2>&3 3>&-)`,
   'rc=$?',
+  'if [ "$leftovers" = end ]; then',
+  '  pg=; [ -s "$f" ] && read -r pg 2>/dev/null < "$f"',
+  '  case "$pg" in ""|*[!0-9]*) pg= ;; esac',
+  '  [ -n "$pg" ] && kill -s KILL -- -"$pg" 2>/dev/null',
+  // Its session's members that moved to a group of their own (fields after "comm)": state ppid pgrp session).
+  '  if [ -n "$pg" ]; then for s in /proc/[0-9]*/stat; do read -r l 2>/dev/null < "$s" || continue; l=${l##*) }; set -- $l; [ "$4" = "$pg" ] && { p=${s#/proc/}; kill -s KILL "${p%/stat}" 2>/dev/null; }; done; fi',
+  `  for e in $(grep -lsz "^${EXEC_MARKER_ENV}=" /proc/[0-9]*/environ 2>/dev/null); do p=\${e#/proc/}; kill -s KILL "\${p%/environ}" 2>/dev/null; done`,
+  'fi',
   'rm -f "$f" "$f.tmp"',
   'exit "$rc"',
 ].join('\n');
@@ -162,8 +177,8 @@ export function readFileArgv(workdir: string, relative: string, maxBytes: number
   return ['sh', '-c', READ_FILE_SCRIPT, 'lanes-read-file', workdir, relative, String(maxBytes)];
 }
 
-export function wrapArgv(execId: string, argv: readonly string[]): string[] {
-  return ['sh', '-c', WRAP_SCRIPT, 'lanes-exec', execId, ...argv];
+export function wrapArgv(execId: string, argv: readonly string[], endLeftovers = false): string[] {
+  return ['sh', '-c', WRAP_SCRIPT, 'lanes-exec', execId, endLeftovers ? 'end' : 'keep', ...argv];
 }
 
 export function killArgv(execId: string, graceMs: number): string[] {

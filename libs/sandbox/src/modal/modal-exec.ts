@@ -3,6 +3,7 @@ import type { PollResult } from '@lanes/contracts';
 import { CommandLifecycle } from '../command-lifecycle.js';
 import { DeadlineExceeded, withDeadline } from '../deadline.js';
 import { cancelledBeforeStart } from '../exec-result.js';
+import { ReadPacer } from '../read-budget.js';
 import type { ModalExecParamsLike, ModalProcessLike, ModalReadStreamLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME } from './modal-errors.js';
 import { killArgv, wrapArgv } from './modal-exec-scripts.js';
@@ -28,12 +29,19 @@ export interface ModalExecContext {
   readonly outputDrainMs: number;
   /** Output kept per stream (the tail); live output via onOutput is not capped. */
   readonly maxOutputChars: number;
+  /** How fast a command's output is read, stdout and stderr together (SANDBOX_OUTPUT_MAX_BYTES_PER_S). */
+  readonly outputBytesPerS: number;
 }
 
-/** Output tail kept per stream for one command; default: the context's maxOutputChars. */
+/**
+ * Output tail kept per stream for one command; default: the context's maxOutputChars. `unpaced`:
+ * read as fast as it comes, for lanes' own commands whose output is bounded by construction (a file
+ * read prints at most its cap); an agent's command is always read at the output budget.
+ */
 export interface OutputChars {
   stdout?: number;
   stderr?: number;
+  unpaced?: boolean;
 }
 
 /** Kill execs tried before concluding the group cannot be killed. */
@@ -45,13 +53,13 @@ const MAX_KILL_ATTEMPTS = 3;
  */
 type Outcome = { kind: 'exit'; code: number } | { kind: 'error'; error: LanesError } | { kind: 'stuck'; error: ProviderUnavailableError } | { kind: 'gone'; found: FinishedPoll };
 
-/** Reads one output stream to the end (or until cancelled), keeping the tail. */
+/** Reads one output stream to the end (or until cancelled), keeping the tail, at the pace `pacer` allows. */
 class Collector {
   text = '';
   readonly done: Promise<void>;
   readonly #reader: ReadableStreamDefaultReader<string>;
 
-  constructor(stream: ModalReadStreamLike<string>, name: OutputStream, max: number, onOutput?: ExecOptions['onOutput']) {
+  constructor(stream: ModalReadStreamLike<string>, name: OutputStream, max: number, pacer: ReadPacer, onOutput?: ExecOptions['onOutput']) {
     const reader = stream.getReader();
     this.#reader = reader;
     this.done = (async () => {
@@ -61,6 +69,7 @@ class Collector {
         onOutput?.(name, value);
         this.text += value;
         if (this.text.length > max) this.text = this.text.slice(this.text.length - max);
+        await pacer.took(Buffer.byteLength(value));
       }
     })().catch(() => {
       // A broken output stream must not turn a finished command into an error: the exit code rules.
@@ -141,10 +150,17 @@ async function confirmStopped(ctx: ModalExecContext, execId: string, graceMs: nu
  * ProviderUnavailableError, for the supervisor's poll and canary. A confirmed "gone" throws
  * SandboxGoneError with what the poll found.
  */
-async function startCommand(ctx: ModalExecContext, execId: string, argv: readonly string[], params: ModalExecParamsLike, graceMs: number): Promise<ModalProcessLike> {
+async function startCommand(
+  ctx: ModalExecContext,
+  execId: string,
+  argv: readonly string[],
+  params: ModalExecParamsLike,
+  graceMs: number,
+  endLeftovers: boolean,
+): Promise<ModalProcessLike> {
   for (let tries = 1; ; tries++) {
     try {
-      return await ctx.sandbox.exec(wrapArgv(execId, argv), params);
+      return await ctx.sandbox.exec(wrapArgv(execId, argv, endLeftovers), params);
     } catch (err) {
       const reading = await readRouterError(err, ctx.sandboxId, ctx.poll);
       if (!mayRetry(reading, tries) || !(await confirmStopped(ctx, execId, graceMs))) throw reading.error;
@@ -202,6 +218,7 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
         ...(backstopMs !== undefined ? { timeoutMs: backstopMs } : {}),
       },
       graceMs,
+      options.endLeftovers === true,
     );
     const first = await Promise.race([starting, watch.gone]);
     if (!('wait' in first)) {
@@ -215,9 +232,13 @@ export async function runModalCommand(ctx: ModalExecContext, argv: readonly stri
     throw err;
   }
 
-  const stdout = new Collector(proc.stdout, 'stdout', keep.stdout ?? ctx.maxOutputChars, options.onOutput);
-  const stderr = new Collector(proc.stderr, 'stderr', keep.stderr ?? ctx.maxOutputChars, options.onOutput);
+  // An agent that prints as fast as it can is read at the host's budget, as a local sandbox is.
+  const pacer = new ReadPacer(ctx.outputBytesPerS);
+  if (keep.unpaced) pacer.release();
+  const stdout = new Collector(proc.stdout, 'stdout', keep.stdout ?? ctx.maxOutputChars, pacer, options.onOutput);
+  const stderr = new Collector(proc.stderr, 'stderr', keep.stderr ?? ctx.maxOutputChars, pacer, options.onOutput);
   const exited = waitForExit(ctx, proc);
+  void exited.then(() => pacer.release());
 
   let settle!: (o: Outcome) => void;
   const interrupted = new Promise<Outcome>((resolve) => (settle = resolve));

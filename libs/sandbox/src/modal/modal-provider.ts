@@ -63,6 +63,8 @@ export interface ModalProviderOptions {
   outputDrainMs?: number;
   /** Default DEFAULT_MODAL_MAX_OUTPUT_CHARS. */
   maxOutputChars?: number;
+  /** How fast a command's output is read, stdout and stderr together. Default SANDBOX_OUTPUT_MAX_BYTES_PER_S, as for a local sandbox. */
+  outputBytesPerS?: number;
   /** Default DEFAULT_MODAL_FILE_OP_TIMEOUT_MS. */
   fileOpTimeoutMs?: number;
   /** Default DEFAULT_MODAL_CALL_TIMEOUT_MS. */
@@ -111,6 +113,7 @@ export class ModalProvider implements SandboxProvider {
       backstopMarginMs: options.backstopMarginMs ?? DEFAULT_MODAL_BACKSTOP_MARGIN_MS,
       outputDrainMs: options.outputDrainMs ?? DEFAULT_MODAL_OUTPUT_DRAIN_MS,
       maxOutputChars: options.maxOutputChars ?? DEFAULT_MODAL_MAX_OUTPUT_CHARS,
+      outputBytesPerS: options.outputBytesPerS ?? agentLimits.SANDBOX_OUTPUT_MAX_BYTES_PER_S,
       fileOpTimeoutMs: options.fileOpTimeoutMs ?? DEFAULT_MODAL_FILE_OP_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MODAL_CALL_TIMEOUT_MS,
     };

@@ -16,6 +16,7 @@ export interface ModalHandleTiming {
   backstopMarginMs: number;
   outputDrainMs: number;
   maxOutputChars: number;
+  outputBytesPerS: number;
   fileOpTimeoutMs: number;
   callTimeoutMs: number;
 }
@@ -162,7 +163,7 @@ export class ModalSandboxHandle implements SandboxHandle {
     const maxChars = readFileOutputChars(relative, maxBytes);
     // Not queued behind a running command, like the SDK's own file calls (DESIGN failure 4). One
     // character over the bound is kept, so an answer past it is seen as such.
-    const keep = { stdout: maxChars + 1, stderr: READ_FILE_STDERR_CHARS };
+    const keep = { stdout: maxChars + 1, stderr: READ_FILE_STDERR_CHARS, unpaced: true };
     const read = await runModalCommand(this.#execContext, readFileArgv(this.workdir, relative, maxBytes), { timeoutMs: this.#timing.fileOpTimeoutMs }, keep);
     return parseFileRead(name, read, maxBytes, maxChars);
   }
