@@ -140,6 +140,22 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       await expectHealthy(handle, id);
     });
 
+    it('(a) a cancel reaches a command that floods its output, behind its output budget; the sandbox lives', async () => {
+      const handle = await create();
+      const id = handle.id;
+      const abort = new AbortController();
+      const watcher = outputWatcher('flood');
+      const running = handle.exec(['sh', '-c', 'yes flood-line-of-text'], { timeoutMs: 60_000, signal: abort.signal, killGraceMs: graceMs, onOutput: watcher.onOutput });
+      await watcher.seen;
+      const abortedAtMs = Date.now();
+      abort.abort();
+      const result = await running;
+      expect(result).toMatchObject({ cancelled: true, timedOut: false });
+      // yes dies on the SIGINT; its end reaches the host behind at most a window of paced output.
+      expect(Date.now() - abortedAtMs).toBeLessThan(graceMs + 2_000);
+      await expectHealthy(handle, id);
+    });
+
     it('(b) a command timeout kills the command, not the sandbox', async () => {
       const handle = await create();
       const id = handle.id;
