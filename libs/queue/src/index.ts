@@ -24,10 +24,9 @@ export {
   type EnqueueOutcome,
   type EnqueueManyResult,
   type CallbackBacklog,
-  type LaneFull,
-  describeLaneFull,
   type CommandOutcome,
 } from './lane-queues.js';
+export { describeLaneFull, type LaneFull } from './open-cards.js';
 export { FleetStore, SANDBOX_RECORD_TTL_S, type BreakerStatus, type LaneHealth } from './fleet-store.js';
 export { CasStore, CAS_MAX_ATTEMPTS } from './cas-store.js';
 export { asRedisFullError, isGroupExistsError } from './redis-errors.js';

@@ -22,6 +22,7 @@ import { jobOptions } from './job-options.js';
 import { withTraceMetadata, withTraceOption } from './job-trace.js';
 import { JOB_LAYOUT_WRITABLE, WAIT_FRONT_LUA, jobLayoutOpts } from './bullmq-job-layout.js';
 import { QUEUE_PREFIX, keys, queueName } from './names.js';
+import { describeLaneFull, laneFullFor, readOpenCards, type LaneFull, type OpenBounds } from './open-cards.js';
 import { defineScriptsOnce } from './redis-scripts.js';
 
 declare module 'ioredis' {
@@ -59,25 +60,15 @@ export type EnqueueOutcome = { created: true; id: string; state: CardState } | {
 
 /**
  * A batch is enqueued whole, or refused whole when an id already belongs to a card on another
- * lane, when a card of it has a callbackUrl and the callback backlog is at its bound, or when its
- * new cards would take a lane past its `maxOpenCards`.
+ * lane, when a card of it has a callbackUrl and the callback backlog (the stream's, or its lane's
+ * share) is at its bound, or when its new cards would take a lane past its `maxOpenCards` or their
+ * JSON past its `maxOpenBytes`.
  */
 export type EnqueueManyResult =
   | { ok: true; results: EnqueueOutcome[] }
   | { ok: false; conflicts: Array<{ index: number; id: string; lane: string }> }
   | { ok: false; callbackBacklog: CallbackBacklog }
   | { ok: false; laneFull: LaneFull };
-
-/** A batch refused because it would take a lane past its `maxOpenCards` (unit `cards`) or its `maxOpenBytes` (unit `bytes`). */
-export interface LaneFull {
-  lane: string;
-  unit: 'cards' | 'bytes';
-  /** The lane's open cards (queued, running or blocked), or their card JSON bytes, when the batch came. */
-  open: number;
-  /** The new cards, or their bytes, the batch would have added to the lane. */
-  adding: number;
-  max: number;
-}
 
 /** A blocked card as CardStore.blocked lists it. */
 export type BlockedEntry = { id: string; blockedReason: BlockedReason; since: number };
@@ -99,7 +90,7 @@ export type CommandOutcome =
       ok: false;
       /**
        * CARD_STATE: not a state the command applies to; CARD_BUSY: a run is still ending the card's
-       * job, ask again shortly; LANE_FULL: a retry would take its lane past its maxOpenCards.
+       * job, ask again shortly; LANE_FULL: a retry would take its lane past its maxOpenCards or maxOpenBytes.
        */
       code: 'CARD_NOT_FOUND' | 'CARD_STATE' | 'CARD_BUSY' | 'LANE_FULL';
       state?: CardState;
@@ -111,13 +102,6 @@ export interface CancelOptions {
   reason?: string;
   /** false: a card a run holds (running, or its job taken) is left to run, answered CARD_BUSY. */
   running?: boolean;
-}
-
-/** What a LANE_FULL says: the lane, what it holds and what would pass its bound. */
-export function describeLaneFull(full: LaneFull): string {
-  return full.unit === 'cards'
-    ? `lane "${full.lane}" holds ${full.open} open cards (queued, running or blocked); ${full.adding} more would pass its maxOpenCards of ${full.max}`
-    : `lane "${full.lane}" holds ${full.open} bytes of open cards (card JSON, queued, running or blocked); ${full.adding} more would pass its maxOpenBytes of ${full.max}`;
 }
 
 /** The ids of a refused batch that belong to another lane (or appear twice on two lanes). */
@@ -139,7 +123,7 @@ export class LaneQueues {
   private readonly writeJobs: boolean;
   readonly callbackBacklogMax: number;
   readonly laneCallbackBacklogMax: number;
-  private readonly openCardsMax = new Map<string, { cards: number; bytes: number }>();
+  private readonly openCardsMax = new Map<string, OpenBounds>();
 
   constructor(private readonly deps: LaneQueuesDeps) {
     this.now = deps.now ?? Date.now;
@@ -270,37 +254,20 @@ export class LaneQueues {
 
   /** The lane's bound a card of `cardBytes` would pass, were it added (a new card, or a retried one); undefined while it has room. */
   private async laneFull(lane: string, cardBytes: number): Promise<LaneFull | undefined> {
-    const open = (await this.openLoad([lane]))[0]!;
-    if (open.cards + 1 > open.maxCards) return { lane, unit: 'cards', open: open.cards, adding: 1, max: open.maxCards };
-    if (open.bytes + cardBytes > open.maxBytes) return { lane, unit: 'bytes', open: open.bytes, adding: cardBytes, max: open.maxBytes };
-    return undefined;
+    return laneFullFor(lane, (await this.openLoad([lane]))[0]!, cardBytes);
   }
 
-  /** Each lane's open cards: queued, running or blocked (one ZCARD per index, in one round trip). */
+  /** Each lane's open cards: queued, running or blocked. */
   async openCards(lanes: readonly string[]): Promise<number[]> {
     return (await this.openLoad(lanes)).map((load) => load.cards);
   }
 
-  /**
-   * Each lane's open cards and their card JSON bytes, against its bounds (one round trip). A lane
-   * with no open card holds no bytes, as the enqueue script counts it.
-   */
-  async openLoad(lanes: readonly string[]): Promise<LaneOpenCards[]> {
-    const pipeline = this.deps.redis.pipeline();
-    for (const lane of lanes) {
-      for (const state of ['queued', 'running', 'blocked'] as const) pipeline.zcard(keys.cardIndex(lane, state));
-      pipeline.get(keys.openBytes(lane));
-    }
-    const replies = (await pipeline.exec()) ?? [];
-    return lanes.map((lane, i) => {
-      const [queued, running, blocked, bytes] = replies.slice(i * 4, i * 4 + 4).map(([err, value]) => {
-        if (err) throw err;
-        return Number(value ?? 0);
-      });
-      const cards = queued! + running! + blocked!;
-      const max = this.openCardsMax.get(lane) ?? { cards: defaults.DEFAULT_MAX_OPEN_CARDS, bytes: defaults.DEFAULT_MAX_OPEN_BYTES };
-      return { cards, maxCards: max.cards, bytes: cards === 0 ? 0 : bytes!, maxBytes: max.bytes };
-    });
+  /** Each lane's open cards and their card JSON bytes, against its bounds (one round trip; open-cards.ts). */
+  openLoad(lanes: readonly string[]): Promise<LaneOpenCards[]> {
+    return readOpenCards(
+      this.deps.redis,
+      lanes.map((lane) => ({ lane, bounds: this.openCardsMax.get(lane) ?? { cards: defaults.DEFAULT_MAX_OPEN_CARDS, bytes: defaults.DEFAULT_MAX_OPEN_BYTES } })),
+    );
   }
 
   /** The callback stream's length (one XLEN) and the bound at which enqueues with a callbackUrl are refused. */
