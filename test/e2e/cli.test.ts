@@ -48,7 +48,7 @@ describe('the lanes command', () => {
 
     const lanes = await run('lanes');
     expect(lanes.text).toMatch(/^lane\s+provider\s+waiting/m);
-    expect(lanes.text).toMatch(/^cli\s+local\s+0\s+0\s+0\s+0\s+1\s+0\s+1\s+1\s+closed\s+no$/m);
+    expect(lanes.text).toMatch(/^cli\s+local\s+0\s+0\s+0\s+0\s+1\s+0\s+0 \/ 10000\s+1\s+1\s+closed\s+no$/m);
     expect(lanes.text).toMatch(/^cli\s+\S+-cli-0\s+lsb-\S+\s+live\s+\d+/m);
   });
 

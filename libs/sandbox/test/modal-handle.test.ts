@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { Status } from 'nice-grpc';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderInvalidError, ProviderUnavailableError, SandboxGoneError } from '@lanes/contracts';
@@ -59,6 +60,25 @@ describe('ModalSandboxHandle.exec', () => {
     expect(execsOf(handle.id).at(-1)!.slice(5, 6)).toEqual(['end']);
     expect(marked()).toEqual([]);
     expect(await handle.exec(['echo', 'ok'])).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+  });
+
+  it("endLeftovers ends this sandbox's marked processes only: another sandbox's, and a local sandbox's command on the same host, live on", async () => {
+    const handle = await create('s1');
+    const other = await create('s2');
+    const nonce = `bystander-${process.pid}-${Date.now()}`;
+    const marked = () => findByEnvEntry(`CONTRACT_TREE=${nonce}`, new Set([process.pid])).map((p) => p.pid);
+    // Another Modal sandbox's leftover, and a process marked as a local sandbox's command is (LANES_EXEC_ID=<id>:<n>).
+    await other.exec(['sh', '-c', 'setsid sleep 300 & echo left'], { env: { CONTRACT_TREE: nonce } });
+    const local = spawn('sleep', ['300'], { env: { ...process.env, CONTRACT_TREE: nonce, LANES_EXEC_ID: 'lsb-bystander-00000000:1' }, stdio: 'ignore', detached: true });
+    try {
+      await waitFor('two bystanders', () => marked().length === 2);
+      await handle.exec(['sh', '-c', 'setsid sleep 300 & echo left'], { endLeftovers: true });
+      expect(marked()).toHaveLength(2);
+      expect(marked()).toContain(local.pid);
+    } finally {
+      local.kill('SIGKILL');
+      for (const pid of marked()) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it.each([

@@ -30,10 +30,14 @@ export const EXEC_MARKER_ENV = 'LANES_EXEC_ID';
  *
  * With `end` as its second argument (ExecOptions.endLeftovers: the card's last command), once the
  * command has exited the wrapper kills what it left running before it exits itself: the members of
- * its process group and session, and every process still carrying a marker, its own or an earlier
- * command's (a setup step's daemon). A daemon that left both and dropped its environment is out of
- * reach: a sandbox-wide kill could reach what Modal itself runs in the container. Ending them here,
- * not in a second exec, also closes the pipes they held, so the command's output ends with it.
+ * its process group and session, and every process still carrying a marker of this sandbox's
+ * commands, its own or an earlier one's (a setup step's daemon). An exec id is `<sandbox id>:<n>`
+ * (ModalSandboxHandle), and the sweep matches that prefix only: processes the wrapper can see but
+ * another sandbox owns (a local server's sandboxes share a host) are never its to end. A sandbox
+ * id of other characters than [A-Za-z0-9_-] sweeps by group and session alone. A daemon that left
+ * both and dropped its environment is out of reach: a sandbox-wide kill could reach what Modal
+ * itself runs in the container. Ending them here, not in a second exec, also closes the pipes they
+ * held, so the command's output ends with it.
  *
  * argv: sh -c WRAP_SCRIPT lanes-exec <execId> <end|keep> <argv...>
  */
@@ -53,7 +57,9 @@ export const WRAP_SCRIPT = [
   '  [ -n "$pg" ] && kill -s KILL -- -"$pg" 2>/dev/null',
   // Its session's members that moved to a group of their own (fields after "comm)": state ppid pgrp session).
   '  if [ -n "$pg" ]; then for s in /proc/[0-9]*/stat; do read -r l 2>/dev/null < "$s" || continue; l=${l##*) }; set -- $l; [ "$4" = "$pg" ] && { p=${s#/proc/}; kill -s KILL "${p%/stat}" 2>/dev/null; }; done; fi',
-  `  for e in $(grep -lsz "^${EXEC_MARKER_ENV}=" /proc/[0-9]*/environ 2>/dev/null); do p=\${e#/proc/}; kill -s KILL "\${p%/environ}" 2>/dev/null; done`,
+  '  sb="${id%%:*}"; [ "$sb" = "$id" ] && sb=',
+  '  case "$sb" in ""|*[!A-Za-z0-9_-]*) sb= ;; esac',
+  `  [ -n "$sb" ] && for e in $(grep -lsz "^${EXEC_MARKER_ENV}=$sb:" /proc/[0-9]*/environ 2>/dev/null); do p=\${e#/proc/}; kill -s KILL "\${p%/environ}" 2>/dev/null; done`,
   'fi',
   'rm -f "$f" "$f.tmp"',
   'exit "$rc"',

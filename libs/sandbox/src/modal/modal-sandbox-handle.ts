@@ -77,7 +77,8 @@ export class ModalSandboxHandle implements SandboxHandle {
       sandboxId: this.id,
       workdir,
       poll: () => this.poll(),
-      newExecId: deps.newExecId,
+      // Prefixed with the sandbox's id: the wrapper's leftover sweep ends this sandbox's marked processes only (modal-exec-scripts.ts).
+      newExecId: () => `${this.id}:${deps.newExecId()}`,
       now: deps.now,
       ...timing,
     };
