@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { CardRateLimiter, takeCards, type CardBucket, type CardRateDecision, type Principal } from '../src/index.js';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseLanesConfig } from '@lanes/contracts';
+import { useRedis } from '../../../test/harness/index.js';
+import { CardRateLimiter, createApiServer, takeCards, type ApiServer, type CardBucket, type CardRateDecision, type Principal } from '../src/index.js';
 
 const RATE = { perSecond: 10, burst: 1_000 };
 
@@ -29,5 +32,40 @@ describe('CardRateLimiter', () => {
     for (let i = 0; i < 5; i++) expect(limiter.take(board('admin'), 1_000)).toEqual({ ok: true });
     now += 100;
     expect(limiter.take(board('a', 10), 1)).toEqual({ ok: true });
+  });
+});
+
+describe('POST /v1/cards is charged by its body size before the body is read (real Redis)', () => {
+  const f = useRedis();
+  let api: ApiServer;
+  const TOKEN = 'slow-board-token-value-4b7e';
+  const lanes = parseLanesConfig({ lanes: [{ name: 'rated', agent: ['true'] }] }).lanes;
+
+  beforeAll(async () => {
+    api = await createApiServer({
+      redis: f.conn,
+      lanes,
+      log: pino({ level: 'silent' }),
+      scopedTokens: [{ name: 'slow-board', fromEnv: 'SLOW_BOARD_TOKEN', lanes: ['rated'], role: 'write', cardsPerSecond: 1 }],
+      tokenEnv: { SLOW_BOARD_TOKEN: TOKEN },
+    });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('two 8 MiB bodies spend a full bucket; the third is 429 RATE_LIMITED before it is parsed, though it holds one card', async () => {
+    // One card whose metadata is far over its cap: a body the API must parse before it can refuse it.
+    const payload = JSON.stringify({ lane: 'rated', title: 't', metadata: { pad: 'x'.repeat(8 * 1024 * 1024 - 100) } });
+    const post = () => api.app.inject({ method: 'POST', url: '/v1/cards', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, payload });
+    for (let i = 0; i < 2; i++) {
+      const parsed = await post();
+      expect(parsed.statusCode).toBe(400);
+      expect(parsed.json()).toMatchObject({ error: { issues: [{ path: 'metadata' }] } });
+    }
+    const refused = await post();
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ error: { code: 'RATE_LIMITED' } });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
   });
 });

@@ -30,6 +30,19 @@ export interface CardRoutesDeps {
   callbackAllow?: readonly CallbackAllowRule[];
   /** Each token's cards per second (card-rate.ts); absent: no token is limited. */
   cardRate?: CardRateLimiter;
+  /**
+   * The body bytes that count as one card against a token's rate, charged from `content-length`
+   * before the body is read; a body without one counts as `bodyLimitBytes`. Absent: bodies are not
+   * charged by size.
+   */
+  body?: { bytesPerCard: number; bodyLimitBytes: number };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Cards this POST /v1/cards was charged for its body's size before it was read. */
+    cardsChargedForBody?: number;
+  }
 }
 
 /** How many cards a POST /v1/cards body holds, read before it is validated (a body that is no card counts one). */
@@ -104,6 +117,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
 
   /** 429 RATE_LIMITED, with Retry-After, when the principal has posted its cards per second; nothing is read or written. */
   const takeCards = (request: FastifyRequest, reply: FastifyReply, want: number) => {
+    if (want === 0) return;
     const taken = deps.cardRate?.take(request.principal, want) ?? { ok: true };
     if (taken.ok) return;
     const seconds = Math.ceil(taken.retryAfterMs / 1_000);
@@ -111,9 +125,21 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     throw new ApiError(429, 'RATE_LIMITED', `token "${request.principal.name}" may post ${taken.perSecond} cards per second; post again in ${seconds} s`);
   };
 
-  app.post('/v1/cards', async (request, reply) => {
-    // Counted before the body is validated: validation is the CPU the limit keeps for other boards.
-    takeCards(request, reply, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS));
+  /**
+   * A body is charged by its size before it is read: parsing 16 MiB of JSON is the CPU every board
+   * shares, and a card count alone let one token send a full body a hundred times a second.
+   */
+  const chargeBody = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!deps.body) return;
+    const length = Number(request.headers['content-length']);
+    const bytes = Number.isFinite(length) && length >= 0 ? Math.min(length, deps.body.bodyLimitBytes) : deps.body.bodyLimitBytes;
+    request.cardsChargedForBody = Math.max(1, Math.ceil(bytes / deps.body.bytesPerCard));
+    takeCards(request, reply, request.cardsChargedForBody);
+  };
+
+  app.post('/v1/cards', { preParsing: chargeBody }, async (request, reply) => {
+    // Its cards, less what its size already paid: counted before they are validated, the CPU the limit keeps for other boards.
+    takeCards(request, reply, Math.max(0, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS) - (request.cardsChargedForBody ?? 0)));
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
