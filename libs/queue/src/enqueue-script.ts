@@ -142,6 +142,7 @@ end
 -- bytes, against the cards it holds in its queued, running and blocked indexes (each card is in
 -- exactly one index of its state) and its count of their bytes (keys.openBytes). A lane that holds
 -- no open card holds no bytes, whatever its count says: a count that drifted heals there.
+local emptyLanes = {}
 if inMulti and not conflict then
   local caps, byteCaps = {}, {}
   for lane, max, maxBytes in string.gmatch(ARGV[11] or '', '(%S+) (%d+) (%d+)') do caps[lane], byteCaps[lane] = tonumber(max), tonumber(maxBytes) end
@@ -160,8 +161,10 @@ if inMulti and not conflict then
       guardAll()
       return {'full', lane, tostring(open), tostring(adding[lane]), 'cards'}
     end
+    -- Read only: a write here, before the record's HSET, would let the script past Redis's maxmemory
+    -- (Redis refuses a script's first write that grows memory, not one after another write).
     local bytes = 0
-    if open == 0 then redis.call('DEL', base .. ':open-bytes') else bytes = tonumber(redis.call('GET', base .. ':open-bytes') or '0') end
+    if open == 0 then emptyLanes[lane] = true else bytes = tonumber(redis.call('GET', base .. ':open-bytes') or '0') end
     if bytes + addingBytes[lane] > byteCaps[lane] then
       guardAll()
       return {'full', lane, tostring(bytes), tostring(addingBytes[lane]), 'bytes'}
@@ -225,7 +228,9 @@ local SLICE = 500
 for _, lane in ipairs(newLanes) do
   local ids = newIds[lane]
   -- The card JSON bytes its open cards hold (keys.openBytes), given back when each ends (card-script.ts).
-  redis.call('INCRBY', sp .. ':lane:' .. lane .. ':open-bytes', newBytes[lane])
+  -- A lane that held no open card starts its count afresh (a drifted one heals).
+  if emptyLanes[lane] then redis.call('SET', sp .. ':lane:' .. lane .. ':open-bytes', newBytes[lane])
+  else redis.call('INCRBY', sp .. ':lane:' .. lane .. ':open-bytes', newBytes[lane]) end
   for from = 1, #ids, SLICE do
     local to = math.min(from + SLICE - 1, #ids)
     -- Its lane's listing index of queued cards (keys.cardIndex in names.ts), scored by this time.
