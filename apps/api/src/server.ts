@@ -168,8 +168,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     ...(options.newId ? { newId: options.newId } : {}),
     ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
     cardRate: new CardRateLimiter(now),
-    // A full body counts as a full bulk, so one always fits a full bucket.
-    body: { bytesPerCard: Math.ceil(BODY_LIMIT_BYTES / defaults.MAX_BULK_CARDS), bodyLimitBytes: BODY_LIMIT_BYTES },
+    bodyLimitBytes: BODY_LIMIT_BYTES,
   });
   laneRoutes(app, { ...statusDeps, redis });
   const events = eventRoutes(app, { redis, store, log: options.log, ...options.events });

@@ -47,7 +47,7 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *       new job's priority, 21 for a terminal move, the job's data from now on (ended-job-data.ts),
  *       or '' to leave the job's data as it is, 22 for a run's move into running, the lock duration
  *       (ms) its lock is renewed for in the same step ('0': it is not), 23 the most finished cards
-       the lane keeps ('0': no count bound; see Retention)
+ *       the lane keeps ('0': no count bound; see Retention)
  *
  * Listing indexes (names.ts `cardIndex`, `blockedReasonIndex`; read by card-page-script.ts): every
  * move takes the card out of its old state's sorted set and puts it in the new one's, and in and

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CardStateSchema, SUPERSEDE_LATEST_TTL_MS, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
+import type { OpenBounds } from './open-cards.js';
 import { defineScriptsOnce } from './redis-scripts.js';
 
 /**
@@ -53,8 +54,9 @@ import { defineScriptsOnce } from './redis-scripts.js';
  *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
  *   unless this script writes the card's job and a key is '' for a card without one, 7 mode, 8 time (epoch
  *   ms, the job's timestamp), 9 callback backlog bound (entries; 0: none), 10 how long a lane
- *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS), 11 each lane's bounds on open cards (`lane maxCards maxBytes …`), 12 the
- *   callbacks one lane may owe (entries; 0: no bound).
+ *   remembers the newest card of a supersede key (ms, SUPERSEDE_LATEST_TTL_MS),
+ *   11 each lane's bounds on open cards (`lane maxCards maxBytes …`), 12 the callbacks one lane
+ *   may owe (entries; 0: no bound).
  *
  * A new card with a supersede key becomes its key's newest (`keys.supersedeLatest`) in the same
  * step its record is written, so two arrivals of one key are ordered, and each answers the card it
@@ -290,7 +292,7 @@ export function enqueueArgs(
   mode: EnqueueMode,
   jobOpts: readonly string[] = [],
   callbackBacklogMax = 0,
-  openCardsMax: ReadonlyMap<string, { cards: number; bytes: number }> = new Map(),
+  openCardsMax: ReadonlyMap<string, OpenBounds> = new Map(),
   laneCallbackBacklogMax = 0,
 ): Array<string | number> {
   const at = new Date(nowMs).toISOString();

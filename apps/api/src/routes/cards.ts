@@ -31,11 +31,11 @@ export interface CardRoutesDeps {
   /** Each token's cards per second (card-rate.ts); absent: no token is limited. */
   cardRate?: CardRateLimiter;
   /**
-   * The body bytes that count as one card against a token's rate, charged from `content-length`
-   * before the body is read; a body without one counts as `bodyLimitBytes`. Absent: bodies are not
+   * The API's body limit: a post is charged by its size, from `content-length` before its body is
+   * read, a full body as a full bulk (a body without a length counts as full). Absent: bodies are not
    * charged by size.
    */
-  body?: { bytesPerCard: number; bodyLimitBytes: number };
+  bodyLimitBytes?: number;
 }
 
 declare module 'fastify' {
@@ -45,10 +45,14 @@ declare module 'fastify' {
   }
 }
 
+/** Whether a POST /v1/cards body is a bulk (`{cards:[…]}`) rather than one card. */
+function isBulkBody(body: unknown): body is { cards: unknown } {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) && 'cards' in body;
+}
+
 /** How many cards a POST /v1/cards body holds, read before it is validated (a body that is no card counts one). */
 function cardsIn(body: unknown): number {
-  const cards = body !== null && typeof body === 'object' && 'cards' in body ? (body as { cards: unknown }).cards : undefined;
-  return Array.isArray(cards) ? Math.max(1, cards.length) : 1;
+  return isBulkBody(body) && Array.isArray(body.cards) ? Math.max(1, body.cards.length) : 1;
 }
 
 /** A callbackUrl aimed inward (loopback, private, link-local, metadata) is refused before the card is taken. */
@@ -66,8 +70,8 @@ function callbackIssue(url: string, path: string, allow: readonly CallbackAllowR
  */
 function parseBody(body: unknown, principal: Principal, deps: CardRoutesDeps): { cards: Card[]; bulk: boolean } {
   const newId = deps.newId ?? (() => randomUUID());
-  const isBulk = body !== null && typeof body === 'object' && !Array.isArray(body) && 'cards' in body;
-  const inputs: unknown[] = isBulk ? ((body as { cards: unknown }).cards as unknown[]) : [body];
+  const isBulk = isBulkBody(body);
+  const inputs: unknown[] = isBulk ? (body.cards as unknown[]) : [body];
   if (isBulk && (!Array.isArray(inputs) || inputs.length === 0)) {
     throw new CardValidationError([{ path: 'cards', message: 'must be a non-empty array of cards' }]);
   }
@@ -116,7 +120,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   };
 
   /** 429 RATE_LIMITED, with Retry-After, when the principal has posted its cards per second; nothing is read or written. */
-  const takeCards = (request: FastifyRequest, reply: FastifyReply, want: number) => {
+  const chargeCards = (request: FastifyRequest, reply: FastifyReply, want: number) => {
     if (want === 0) return;
     const taken = deps.cardRate?.take(request.principal, want) ?? { ok: true };
     if (taken.ok) return;
@@ -130,16 +134,17 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
    * shares, and a card count alone let one token send a full body a hundred times a second.
    */
   const chargeBody = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!deps.body) return;
+    const limit = deps.bodyLimitBytes;
+    if (limit === undefined) return;
     const length = Number(request.headers['content-length']);
-    const bytes = Number.isFinite(length) && length >= 0 ? Math.min(length, deps.body.bodyLimitBytes) : deps.body.bodyLimitBytes;
-    request.cardsChargedForBody = Math.max(1, Math.ceil(bytes / deps.body.bytesPerCard));
-    takeCards(request, reply, request.cardsChargedForBody);
+    const bytes = Number.isFinite(length) && length >= 0 ? Math.min(length, limit) : limit;
+    request.cardsChargedForBody = Math.max(1, Math.ceil((bytes * defaults.MAX_BULK_CARDS) / limit));
+    chargeCards(request, reply, request.cardsChargedForBody);
   };
 
   app.post('/v1/cards', { preParsing: chargeBody }, async (request, reply) => {
     // Its cards, less what its size already paid: counted before they are validated, the CPU the limit keeps for other boards.
-    takeCards(request, reply, Math.max(0, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS) - (request.cardsChargedForBody ?? 0)));
+    chargeCards(request, reply, Math.max(0, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS) - (request.cardsChargedForBody ?? 0)));
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
@@ -230,7 +235,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   // 409 CARD_BUSY while a run is still ending its job.
   app.post<{ Params: { id: string } }>('/v1/cards/:id/retry', async (request, reply) => {
     await assertVisible(request);
-    takeCards(request, reply, 1);
+    chargeCards(request, reply, 1);
     const parsed = RetryBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid retry body', toIssues(parsed.error));
     const out = await queues.retry(request.params.id, parsed.data.reason);
