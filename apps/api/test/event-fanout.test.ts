@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IllegalStateError, type LaneEvent } from '@lanes/contracts';
+import { IllegalStateError, type EventGap, type LaneEvent } from '@lanes/contracts';
 import { createRedis, EventLog, keys } from '@lanes/queue';
 import { useRedis, waitFor } from '../../../test/harness/index.js';
 import { EventFanout } from '../src/sse/event-fanout.js';
@@ -14,10 +14,14 @@ class RecordingSink {
   isOpen = true;
   needsDrain = false;
   began: string | undefined;
+  readonly gaps: EventGap[] = [];
   readonly ids: string[] = [];
   readonly cards: string[] = [];
   begin(afterId: string): void {
     this.began = afterId;
+  }
+  gap(gap: EventGap): void {
+    this.gaps.push(gap);
   }
   push(events: readonly SseEvent[]): void {
     for (const e of events) {
@@ -95,6 +99,61 @@ describe('EventFanout: the one reader per API process', () => {
     await waitFor('sink.ids.length > 1', () => sink.ids.length > 1, { timeoutMs: 5_000 });
     expect(sink.cards).toEqual(['after-resume-point', 'later']);
     expect(sink.ids[0]).toBe(after);
+  });
+
+  /** Starts the stream afresh (its trim count too) with `n` events named `<prefix>-<i>`, and answers their stream ids, in order. */
+  async function appendMany(prefix: string, n: number): Promise<string[]> {
+    await f.conn.del(keys.events());
+    const pipeline = f.conn.pipeline();
+    for (let i = 0; i < n; i++) pipeline.xadd(keys.events(), '*', 'e', JSON.stringify(event(`${prefix}-${i}`)));
+    return ((await pipeline.exec()) ?? []).map(([, id]) => id as string);
+  }
+
+  it('a resume from an id the stream has trimmed past is told of the gap first, then replays from the oldest event held', async () => {
+    const { x, lines } = await fanout();
+    const ids = await appendMany('old', 300);
+    // As XADD's MAXLEN does once the stream holds EVENT_STREAM_MAX_LEN (exactly here, so the oldest held is known).
+    await f.conn.xtrim(keys.events(), 'MAXLEN', 100);
+    const sink = new RecordingSink();
+    await x.attach(sink, ids[10]);
+    expect(sink.gaps).toEqual([{ after: ids[10], oldest: ids[200] }]);
+    expect(sink.ids).toEqual(ids.slice(200));
+    expect(lines.filter((l) => l.msg === 'sse.gap')).toHaveLength(1);
+
+    // From an id the stream still holds: no gap.
+    const held = new RecordingSink();
+    await x.attach(held, ids[250]);
+    expect([held.gaps, held.ids]).toEqual([[], ids.slice(251)]);
+    // The last id trimmed reads as a gap too: what was trimmed after it is not recorded (resume-gap.ts).
+    const edge = new RecordingSink();
+    await x.attach(edge, ids[199]);
+    expect(edge.gaps).toEqual([{ after: ids[199], oldest: ids[200] }]);
+  });
+
+  it('a stream that never trimmed tells no gap, even from 0-0', async () => {
+    const { x } = await fanout();
+    const ids = await appendMany('kept', 5);
+    const sink = new RecordingSink();
+    await x.attach(sink, '0-0');
+    expect([sink.gaps, sink.ids]).toEqual([[], ids]);
+  });
+
+  it('a replay the trim overtakes between two pages is told of the gap where it happened', async () => {
+    const { x } = await fanout();
+    const ids = await appendMany('slow', 400);
+    const sink = new RecordingSink();
+    // The client reads slowly: while it drains the first page, the stream trims to its newest 100.
+    sink.needsDrain = true;
+    let trimmed = false;
+    sink.drained = async () => {
+      if (!trimmed) await f.conn.xtrim(keys.events(), 'MAXLEN', 100);
+      trimmed = true;
+      sink.needsDrain = false;
+    };
+    await x.attach(sink, '0-0');
+    // The first page was read whole (ids 0–99), then the replay went on from the oldest held.
+    expect(sink.gaps).toEqual([{ after: ids[99], oldest: ids[300] }]);
+    expect(sink.ids).toEqual([...ids.slice(0, 100), ...ids.slice(300)]);
   });
 
   it('forgets a sink that closed, at the next delivery', async () => {

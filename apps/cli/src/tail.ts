@@ -1,4 +1,4 @@
-import { isTerminalCardState, type EventType } from '@lanes/contracts';
+import { isTerminalCardState, type EventGap, type EventType } from '@lanes/contracts';
 import type { LanesClient, StreamedEvent } from '@lanes/client';
 import { statusCommand } from './commands.js';
 import { printable, printableOutput } from './printable.js';
@@ -14,6 +14,11 @@ export function formatEvent(e: StreamedEvent): string {
     ...Object.entries(e.data ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`),
   ].filter((s) => s !== undefined);
   return printable(`${e.at}  ${e.lane}  ${e.type.padEnd(17)} ${about.join(' ')}`.trimEnd());
+}
+
+/** What `lanes tail` says on stderr when the API could not replay every event after the resume point. */
+export function gapNote(gap: EventGap): string {
+  return `events after ${gap.after} may be missing: the stream had trimmed them (it keeps about 10,000) before they could be replayed; going on from ${gap.oldest}. \`lanes cards\` shows where cards are now`;
 }
 
 export interface TailOptions {
@@ -41,6 +46,7 @@ export async function tailCommand(client: LanesClient, options: TailOptions, pri
       if (!dropped) options.note(`disconnected (${reason instanceof Error ? reason.message : String(reason)}); reconnecting`);
       dropped = true;
     },
+    onGap: (gap) => options.note(gapNote(gap)),
   })) {
     print(formatEvent(e));
   }
@@ -86,6 +92,11 @@ export async function watchCommand(client: LanesClient, id: string, signal: Abor
   if (isTerminalCardState(card.state)) return statusCommand(client, id, print);
   print(`${id} is ${card.state}; following it until it ends (Ctrl-C to stop)`);
   const stop = new AbortController();
+  const lookAgain = () =>
+    void client.get(id).then(
+      (c) => isTerminalCardState(c.state) && stop.abort(),
+      () => undefined,
+    );
   const onAbort = () => stop.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -93,11 +104,9 @@ export async function watchCommand(client: LanesClient, id: string, signal: Abor
       cardId: id,
       signal: stop.signal,
       // The card may have ended between the first look and the stream opening: look again once it is open.
-      onOpen: () =>
-        void client.get(id).then(
-          (c) => isTerminalCardState(c.state) && stop.abort(),
-          () => undefined,
-        ),
+      onOpen: lookAgain,
+      // The card's end may be among the events trimmed before the stream could replay them.
+      onGap: lookAgain,
     })) {
       print(formatEvent(e));
       if (CARD_ENDS.has(e.type)) break;

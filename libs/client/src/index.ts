@@ -10,5 +10,6 @@ export {
   type OutputChunk,
   type OutputOptions,
 } from './lanes-client.js';
+export type { EventGap } from '@lanes/contracts';
 export { LanesApiError, LanesUnreachableError } from './client-errors.js';
 export { SseFrameParser, type SseFrame } from './sse-frames.js';

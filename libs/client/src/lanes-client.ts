@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ErrorBodySchema,
+  EventGapSchema,
   LaneEventSchema,
   type BulkEnqueueResponse,
   type CardInput,
@@ -9,6 +10,7 @@ import {
   type CardRecord,
   type CardSummary,
   type EnqueueResponse,
+  type EventGap,
   type LaneEvent,
   type LaneStatus,
 } from '@lanes/contracts';
@@ -47,6 +49,12 @@ export interface EventsOptions {
   onOpen?: (resumedAfter: string | undefined) => void;
   /** Told each time the stream dropped and is about to be re-opened, with why. */
   onReconnect?: (reason: unknown) => void;
+  /**
+   * Told when events after `gap.after` may have been trimmed before the stream could replay them (a
+   * resume after the stream moved on by about 10,000 events); the iteration goes on from `gap.oldest`.
+   * A board that needs every event re-reads its cards.
+   */
+  onGap?: (gap: EventGap) => void;
 }
 
 /** A batch of a card's output lines (stderr lines marked `[stderr] `): its stream id is the resume point. */
@@ -141,6 +149,11 @@ export class LanesClient {
   async *events(options: EventsOptions = {}): AsyncGenerator<StreamedEvent, void, undefined> {
     const query = options.lane ? `?lane=${encodeURIComponent(options.lane)}` : '';
     for await (const frame of this.frames(`/v1/events${query}`, options.since, 'the event stream ended', options)) {
+      if (frame.event === 'gap') {
+        const gap = frame.data === undefined ? undefined : EventGapSchema.safeParse(JSON.parse(frame.data));
+        if (gap?.success) options.onGap?.(gap.data);
+        continue;
+      }
       // An id-only frame moves the resume point (the API pins "from now" with one).
       if (frame.data === undefined || !frame.id) continue;
       const parsed = LaneEventSchema.safeParse(JSON.parse(frame.data));

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT, freePort, startStack, type Stack } from '@lanes/cli';
-import { LanesApiError, LanesClient, LanesUnreachableError, type StreamedEvent } from '@lanes/client';
+import { LanesApiError, LanesClient, LanesUnreachableError, type EventGap, type StreamedEvent } from '@lanes/client';
+import { keys } from '@lanes/queue';
+import { Redis } from 'ioredis';
 import { startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack } from '../../../test/harness/index.js';
 
 const TOKEN = 'client-test-token';
@@ -186,5 +188,27 @@ describe('@lanes/client against a real stack', () => {
     }
     expect(seen.map((e) => e.id)).toEqual(reference.map((e) => e.id));
     expect(seen.map((e) => e.type)).toEqual(['card.queued', 'card.running', 'card.done']);
+  });
+  it('tells onGap when events after its resume point were trimmed before the replay, then goes on from the oldest event held', async () => {
+    const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+    try {
+      const pipeline = conn.pipeline();
+      for (let i = 0; i < 300; i++) {
+        pipeline.xadd(keys.events(), '*', 'e', JSON.stringify({ type: 'card.queued', at: new Date().toISOString(), lane: 'sdk', cardId: `trimmed-${i}` }));
+      }
+      const ids = ((await pipeline.exec()) ?? []).map(([, id]) => id as string);
+      // As the stream's MAXLEN does once it holds about 10,000 events (exact here, so the oldest held is known).
+      await conn.xtrim(keys.events(), 'MAXLEN', 100);
+      const gaps: EventGap[] = [];
+      let first: StreamedEvent | undefined;
+      for await (const e of client.events({ since: ids[0], onGap: (gap) => gaps.push(gap) })) {
+        first = e;
+        break;
+      }
+      expect(gaps).toEqual([{ after: ids[0], oldest: ids[200] }]);
+      expect([first?.id, first?.cardId]).toEqual([ids[200], 'trimmed-200']);
+    } finally {
+      conn.disconnect();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StreamIdSchema } from './stream-id.js';
 
 /** Stable, dotted event names: logged with pino and appended to the Redis event stream. */
 export const EventTypeSchema = z.enum([
@@ -45,3 +46,12 @@ export const LaneEventSchema = z.object({
   data: z.record(z.string(), z.json()).optional(),
 });
 export type LaneEvent = z.infer<typeof LaneEventSchema>;
+
+/**
+ * `event: gap` on `/v1/events`: a resumed stream's events after `after` may have been trimmed from
+ * Redis before it could replay them (the stream keeps about 10,000 events, every lane's together);
+ * the replay goes on from `oldest`, the oldest event still held. A board that needs every event
+ * re-reads its cards (`GET /v1/cards`) instead.
+ */
+export const EventGapSchema = z.object({ after: StreamIdSchema, oldest: StreamIdSchema });
+export type EventGap = z.infer<typeof EventGapSchema>;

@@ -106,7 +106,7 @@ export {
   type LaneStatus,
   type LaneOpenCards,
 } from './api.js';
-export { EventTypeSchema, LaneEventSchema, type EventType, type LaneEvent } from './events.js';
+export { EventGapSchema, EventTypeSchema, LaneEventSchema, type EventGap, type EventType, type LaneEvent } from './events.js';
 export { STREAM_ID_PATTERN, StreamIdSchema, compareStreamIds } from './stream-id.js';
 export { toIssues, parseCard, parseLanesConfig } from './validation.js';
 export * as defaults from './defaults.js';

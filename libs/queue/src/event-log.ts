@@ -22,6 +22,19 @@ export interface LatestPage extends EventPage {
   full: boolean;
 }
 
+/** What the stream still holds: its oldest entry, and whether it has ever trimmed one. */
+export interface ReplayWindow {
+  /** Undefined when the stream holds no entry. */
+  firstId: string | undefined;
+  /** Entries were trimmed (MAXLEN) at some time; unknown (a Redis before 7, no `entries-added`) counts as trimmed. */
+  trimmed: boolean;
+}
+
+/** A page read together with the window it was read from, in one transaction. */
+export interface WindowedPage extends EventPage {
+  window: ReplayWindow;
+}
+
 type StreamEntries = Array<[string, string[]]>;
 const pageOf = (entries: StreamEntries): EventPage => ({ events: decodeEntries(entries), lastId: entries.at(-1)?.[0] });
 
@@ -49,9 +62,18 @@ export class EventLog {
     return pageOf(reply?.[0]?.[1] ?? []);
   }
 
-  /** Up to `count` entries after `afterId` (exclusive) up to `toId` (inclusive), oldest first. Never blocks. */
-  async range(afterId: string, toId: string, count: number): Promise<EventPage> {
-    return pageOf((await this.redis.xrange(keys.events(), `(${afterId}`, toId, 'COUNT', count)) as StreamEntries);
+  /**
+   * Up to `count` entries after `afterId` (exclusive) up to `toId` (inclusive), oldest first, with
+   * what the stream held at that moment (XINFO STREAM in the same MULTI), so a reader can tell
+   * whether entries after `afterId` were trimmed before it read them. Never blocks.
+   */
+  async range(afterId: string, toId: string, count: number): Promise<WindowedPage> {
+    const replies = await this.redis.multi().exists(keys.events()).call('XINFO', 'STREAM', keys.events()).xrange(keys.events(), `(${afterId}`, toId, 'COUNT', count).exec();
+    const [exists, info, range] = replies ?? [];
+    // A missing stream makes XINFO fail: it holds nothing, and trimmed nothing.
+    if (exists?.[1] === 0) return { events: [], lastId: undefined, window: { firstId: undefined, trimmed: false } };
+    for (const reply of [info, range]) if (reply?.[0]) throw reply[0];
+    return { ...pageOf(range?.[1] as StreamEntries), window: windowOf(info?.[1] as unknown[]) };
   }
 
   /** The id of the newest entry, or `0-0` when the stream is empty: reading after it yields only new events. */
@@ -87,6 +109,17 @@ export class EventLog {
     const entries = (await this.redis.xrevrange(keys.events(), '+', '-', 'COUNT', count)) as Array<[string, string[]]>;
     return decodeEntries(entries).reverse();
   }
+}
+
+/** XINFO STREAM's flat reply, read by field name: `length`, `entries-added` (Redis 7+) and `first-entry`. */
+function windowOf(info: unknown[]): ReplayWindow {
+  const field = (name: string) => {
+    const at = info.indexOf(name);
+    return at < 0 ? undefined : info[at + 1];
+  };
+  const added = field('entries-added');
+  const first = field('first-entry') as [string, string[]] | null | undefined;
+  return { firstId: first?.[0] ?? undefined, trimmed: typeof added !== 'number' || added > Number(field('length')) };
 }
 
 /** Entries of a type outside `types` are skipped before the schema: a burst's card.queued events cost a reader that never reads them nothing but a JSON parse. */

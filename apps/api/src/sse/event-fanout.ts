@@ -1,8 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { IllegalStateError, compareStreamIds } from '@lanes/contracts';
+import { IllegalStateError, compareStreamIds, type EventGap } from '@lanes/contracts';
 import { EventLog } from '@lanes/queue';
+import { resumeGap } from './resume-gap.js';
 import { toSseEvent, type SseEvent } from './sse-event.js';
 
 /** Each blocking read waits at most this long, so a half-open connection is noticed. */
@@ -20,6 +21,8 @@ export interface FanoutSink {
   readonly isOpen: boolean;
   /** The stream starts after this id (announced to the client as its first resume point). */
   begin(afterId: string): void;
+  /** Events after the resume point may have been trimmed before they were replayed (resume-gap.ts; the event fan-out's sinks only). */
+  gap?(gap: EventGap): void;
   /** Events in stream order, each batch after the previous one, none twice. */
   push(events: readonly SseEvent[]): void;
   /** Its socket holds more than it takes at once: catch-up waits for `drained()` before the next event. */
@@ -90,6 +93,12 @@ export class EventFanout {
       const target = this.lastId;
       const page = await this.shared.range(cursor, target, CATCH_UP_PAGE_EVENTS);
       if (!sink.isOpen) return;
+      // Checked at every page: a client that reads slowly can be overtaken by the trim mid-replay.
+      const gap = resumeGap(cursor, page.window);
+      if (gap) {
+        this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
+        sink.gap?.(gap);
+      }
       // An empty page means nothing is left up to the target (trimmed, or entries that did not decode).
       cursor = page.lastId ?? target;
       // Paced by the client: one event at a time while its socket takes them, so catch-up never overflows it.

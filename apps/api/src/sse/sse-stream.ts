@@ -1,3 +1,4 @@
+import type { EventGap } from '@lanes/contracts';
 import type { ServerResponse } from 'node:http';
 import { defaults } from '@lanes/contracts';
 import type { FanoutSink } from './event-fanout.js';
@@ -110,6 +111,18 @@ export class SseStream implements FanoutSink {
       }
       this.resumeId = e.id;
     }
+  }
+
+  /** `event: gap` with `{after, oldest}` and no id: it moves no resume point, so a reconnect replays what follows it. */
+  gap(gap: EventGap): void {
+    if (this.state !== 'open') return;
+    const frame = `event: gap\ndata: ${JSON.stringify(gap)}\n\n`;
+    if (wouldOverflow(this.res.writableLength, Buffer.byteLength(frame), this.config.maxBufferedBytes)) {
+      this.end('slow-consumer');
+      return;
+    }
+    this.res.write(frame);
+    this.wroteSinceTick = true;
   }
 
   /**
