@@ -294,6 +294,23 @@ describe('ModalSandboxHandle.poll / files / terminate', () => {
     await handle.writeFile('x.txt', 'x');
   });
 
+  it("a sandbox that dies while a file write waits on its helper: SandboxGoneError from the liveness poll, not at the write's deadline", async () => {
+    await f.cleanup();
+    // The dead task's router answers UNAVAILABLE, which the SDK's exec wait retries forever.
+    f = await modalFixture({ fileOpTimeoutMs: 30_000 }, { router: { finishedTaskCode: Status.UNAVAILABLE, execsAtTaskEnd: 'error' } });
+    const handle = await create();
+    const waits = () => f.server.faults.calls('TaskExecWait', handle.id);
+    const before = waits();
+    f.server.faults.delay('TaskExecWait', 500, { sandboxId: handle.id, times: 1 });
+    const writing = handle.writeFile('cards/c1/card.json', '{"id":"c1"}').catch((e: unknown) => e);
+    await waitFor("the write's helper to be waited on", () => waits() > before);
+    f.server.killSandbox(handle.id);
+    const waitsAtKill = waits();
+    expect(await writing).toBeInstanceOf(SandboxGoneError);
+    // Settled by the poll, while the SDK was still retrying the dead task's wait.
+    expect(waits() - waitsAtKill).toBeLessThan(SDK_ROUTER_ATTEMPTS);
+  }, 60_000);
+
   it('a file read whose helper never reports back (the SDK waits forever) fails at its deadline as ProviderUnavailableError', async () => {
     await f.cleanup();
     f = await modalFixture({ fileOpTimeoutMs: 1_000 });

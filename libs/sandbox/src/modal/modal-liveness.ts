@@ -50,3 +50,24 @@ export class LivenessWatch {
     this.#wake();
   }
 }
+
+/**
+ * `call` raced against a LivenessWatch: it settles as the call does, or rejects with SandboxGoneError
+ * once a poll finds the sandbox finished. For SDK calls that are an exec underneath without being a
+ * lanes command (the filesystem API's helper), whose wait the SDK retries forever on a dead task.
+ */
+export async function raceLiveness<T>(call: Promise<T>, poll: () => Promise<PollResult>, intervalMs: number, sandboxId: string, when: string): Promise<T> {
+  const watch = new LivenessWatch(poll, intervalMs);
+  // The call may settle after the race is lost: nobody waits on it then.
+  call.catch(() => undefined);
+  try {
+    return await Promise.race([
+      call,
+      watch.gone.then((found): never => {
+        throw goneFromPoll(sandboxId, found, when);
+      }),
+    ]);
+  } finally {
+    watch.stop();
+  }
+}

@@ -6,6 +6,7 @@ import type { ModalClientLike, ModalSandboxLike } from './modal-client.js';
 import { MODAL_PROVIDER_NAME, toLanesError, isGone } from './modal-errors.js';
 import { mayRetry, readRouterError } from './modal-router-error.js';
 import { runModalCommand, type ModalExecContext } from './modal-exec.js';
+import { raceLiveness } from './modal-liveness.js';
 import type { ExecOptions, ExecResult, ReadFileOptions, ResetDirsOptions, SandboxHandle } from '../provider.js';
 import { readFileArgv } from './modal-exec-scripts.js';
 import { READ_FILE_STDERR_CHARS, parseFileRead, readFileOutputChars } from './modal-read-file.js';
@@ -136,11 +137,15 @@ export class ModalSandboxHandle implements SandboxHandle {
     // are read by the same rule as a command's (readRouterError). It folds transport trouble into
     // its NotFoundError too, so only the poll behind that rule may say gone; a write is idempotent,
     // so one the router refused on a live sandbox is tried again like a command's start.
+    // Raced against the liveness poll as a command is: the helper's exec wait on a task that died
+    // under it is retried by the SDK until the deadline, and the card's start would wait that long.
     for (let tries = 1; ; tries++) {
       try {
-        await withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
+        const writing = withCallDeadline(`write ${path}`, this.#sandbox.filesystem.writeBytes(bytes, this.#resolve(path)), this.#timing.fileOpTimeoutMs);
+        await raceLiveness(writing, () => this.poll(), this.#timing.livenessPollIntervalMs, this.id, `while writing ${path}`);
         return;
       } catch (err) {
+        if (err instanceof SandboxGoneError) throw err;
         const reading = await readRouterError(err, this.id, () => this.poll());
         if (!mayRetry(reading, tries)) throw reading.error;
       }
