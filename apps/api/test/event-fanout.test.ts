@@ -156,6 +156,21 @@ describe('EventFanout: the one reader per API process', () => {
     expect(sink.ids).toEqual([...ids.slice(0, 100), ...ids.slice(300)]);
   });
 
+  it('a live reader the trim overtook tells its live sinks of the gap, then delivers from the oldest event held', async () => {
+    const { x } = await fanout();
+    const [tail] = await appendMany('before', 1);
+    const sink = new RecordingSink();
+    await x.attach(sink);
+    // A burst that passes the window before the reader's next read: added and trimmed in one transaction.
+    const burst = f.conn.multi();
+    for (let i = 0; i < 300; i++) burst.xadd(keys.events(), '*', 'e', JSON.stringify(event(`burst-${i}`)));
+    burst.xtrim(keys.events(), 'MAXLEN', 100);
+    const ids = ((await burst.exec()) ?? []).slice(0, 300).map(([, id]) => id as string);
+    await waitFor('the held 100 delivered', () => sink.ids.length === 100, { timeoutMs: 5_000 });
+    expect(sink.gaps).toEqual([{ after: tail, oldest: ids[200] }]);
+    expect(sink.ids).toEqual(ids.slice(200));
+  });
+
   it('forgets a sink that closed, at the next delivery', async () => {
     const { x } = await fanout();
     const gone = new RecordingSink();

@@ -56,10 +56,23 @@ export class EventLog {
     return (await this.readPage(afterId, blockMs, count)).events;
   }
 
-  /** As `read`, with the last entry's id even when that entry did not decode, so a reader never re-reads it. */
-  async readPage(afterId: string, blockMs: number, count = 100): Promise<EventPage> {
-    const reply = (await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', keys.events(), afterId)) as Array<[string, StreamEntries]> | null;
-    return pageOf(reply?.[0]?.[1] ?? []);
+  /**
+   * As `read`, with the last entry's id even when that entry did not decode, so a reader never
+   * re-reads it, and the stream's window read just after it (EXISTS and XINFO STREAM pipelined
+   * behind the XREAD, no round trip more). A trim between the two can only make the window look
+   * further on than it was at the read: a reader may be told of a gap that was not there, never miss one.
+   */
+  async readPage(afterId: string, blockMs: number, count = 100): Promise<WindowedPage> {
+    const [read, exists, info] =
+      (await this.redis
+        .pipeline()
+        .xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', keys.events(), afterId)
+        .exists(keys.events())
+        .call('XINFO', 'STREAM', keys.events())
+        .exec()) ?? [];
+    if (read?.[0]) throw read[0];
+    const reply = read?.[1] as Array<[string, StreamEntries]> | null;
+    return { ...pageOf(reply?.[0]?.[1] ?? []), window: windowFrom(exists, info) };
   }
 
   /**
@@ -68,12 +81,10 @@ export class EventLog {
    * whether entries after `afterId` were trimmed before it read them. Never blocks.
    */
   async range(afterId: string, toId: string, count: number): Promise<WindowedPage> {
-    const replies = await this.redis.multi().exists(keys.events()).call('XINFO', 'STREAM', keys.events()).xrange(keys.events(), `(${afterId}`, toId, 'COUNT', count).exec();
-    const [exists, info, range] = replies ?? [];
-    // A missing stream makes XINFO fail: it holds nothing, and trimmed nothing.
-    if (exists?.[1] === 0) return { events: [], lastId: undefined, window: { firstId: undefined, trimmed: false } };
-    for (const reply of [info, range]) if (reply?.[0]) throw reply[0];
-    return { ...pageOf(range?.[1] as StreamEntries), window: windowOf(info?.[1] as unknown[]) };
+    const [exists, info, range] =
+      (await this.redis.multi().exists(keys.events()).call('XINFO', 'STREAM', keys.events()).xrange(keys.events(), `(${afterId}`, toId, 'COUNT', count).exec()) ?? [];
+    if (range?.[0]) throw range[0];
+    return { ...pageOf(range?.[1] as StreamEntries), window: windowFrom(exists, info) };
   }
 
   /** The id of the newest entry, or `0-0` when the stream is empty: reading after it yields only new events. */
@@ -109,6 +120,15 @@ export class EventLog {
     const entries = (await this.redis.xrevrange(keys.events(), '+', '-', 'COUNT', count)) as Array<[string, string[]]>;
     return decodeEntries(entries).reverse();
   }
+}
+
+type Reply = [Error | null, unknown] | undefined;
+
+/** EXISTS and XINFO STREAM's replies as a window: a missing stream (XINFO fails on it) holds nothing and trimmed nothing. */
+function windowFrom(exists: Reply, info: Reply): ReplayWindow {
+  if (exists?.[1] === 0) return { firstId: undefined, trimmed: false };
+  if (info?.[0]) throw info[0];
+  return windowOf(info?.[1] as unknown[]);
 }
 
 /** XINFO STREAM's flat reply, read by field name: `length`, `entries-added` (Redis 7+) and `first-entry`. */

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { IllegalStateError, compareStreamIds, type EventGap } from '@lanes/contracts';
-import { EventLog } from '@lanes/queue';
+import { EventLog, type ReplayWindow } from '@lanes/queue';
 import { resumeGap } from './resume-gap.js';
 import { toSseEvent, type SseEvent } from './sse-event.js';
 
@@ -95,10 +95,7 @@ export class EventFanout {
       if (!sink.isOpen) return;
       // Checked at every page: a client that reads slowly can be overtaken by the trim mid-replay.
       const gap = resumeGap(cursor, page.window);
-      if (gap) {
-        this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
-        sink.gap?.(gap);
-      }
+      if (gap) this.tellGap(sink, gap);
       // An empty page means nothing is left up to the target (trimmed, or entries that did not decode).
       cursor = page.lastId ?? target;
       // Paced by the client: one event at a time while its socket takes them, so catch-up never overflows it.
@@ -152,6 +149,8 @@ export class EventFanout {
         if (failing) this.options.log.info('sse.fanout.recovered');
         failing = false;
         if (this.state !== 'running' || page.lastId === undefined) continue;
+        // A burst of about 10,000 events faster than this reader reads can pass it too.
+        this.tellGaps(page.window);
         this.lastId = page.lastId;
         if (page.events.length) this.deliver(page.events.map(toSseEvent));
       } catch (err) {
@@ -161,6 +160,19 @@ export class EventFanout {
         await delay(FANOUT_RETRY_DELAY_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
+  }
+
+  /** Each live sink whose point in the stream the trim passed is told before the next batch. */
+  private tellGaps(window: ReplayWindow): void {
+    for (const [sink, seenUpTo] of this.sinks) {
+      const gap = resumeGap(seenUpTo ?? this.lastId, window);
+      if (gap) this.tellGap(sink, gap);
+    }
+  }
+
+  private tellGap(sink: FanoutSink, gap: EventGap): void {
+    this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
+    sink.gap?.(gap);
   }
 
   private deliver(batch: readonly SseEvent[]): void {
