@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentLimits } from '@lanes/contracts';
-import { LanesApiError, LanesClient, SseFrameParser } from '@lanes/client';
+import { LanesApiError, LanesClient, SseFrameParser, type EventGap } from '@lanes/client';
 import { keys } from '@lanes/queue';
 import { apiClient, startRedis, startTestStack, waitFor, type ApiClient, type TestRedis, type TestStack } from '../harness/index.js';
 
@@ -139,6 +139,12 @@ describe('live agent output (GET /v1/cards/:id/output)', () => {
     expect(seen.at(-1)).toBe('flood-end');
     const numbers = seen.slice(0, -1).map(Number);
     expect(numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)).toBe(true);
+    // A reader from the start after the card ended is told its first lines are gone, then gets all that is held.
+    const gaps: EventGap[] = [];
+    const late: string[] = [];
+    for await (const chunk of client.output(id, { onGap: (gap) => gaps.push(gap) })) late.push(...chunk.lines);
+    expect(gaps).toEqual([{ after: '0-0', oldest: entries[0]![0] }]);
+    expect(late).toEqual(heldLines);
     expect((await admin.request('GET', '/readyz')).status).toBe(200);
   });
 

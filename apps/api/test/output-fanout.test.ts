@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IllegalStateError } from '@lanes/contracts';
-import { createRedis, keys } from '@lanes/queue';
+import { CardOutput, appendJobLog, createRedis, keys } from '@lanes/queue';
 import { useRedis, waitFor } from '../../../test/harness/index.js';
 import { OutputFanout } from '../src/sse/output-fanout.js';
 import type { SseEvent } from '../src/sse/sse-event.js';
@@ -17,15 +17,20 @@ class RecordingSink {
   began: string | undefined;
   readonly ids: string[] = [];
   readonly lines: string[] = [];
+  /** The gaps told in the frames, in order. */
+  readonly gaps: unknown[] = [];
   ends: string[] = [];
   begin(afterId: string): void {
     this.began = afterId;
   }
   push(events: readonly SseEvent[]): void {
     for (const e of events) {
+      const gap = /^event: gap\ndata: (.*)\n\n/.exec(e.frame);
+      if (gap) this.gaps.push(JSON.parse(gap[1]!));
+      const frame = gap ? e.frame.slice(gap[0].length) : e.frame;
       this.ids.push(e.id);
       if (e.end) this.ends.push(e.end);
-      else this.lines.push(...((JSON.parse(e.frame.split('\ndata: ')[1] ?? '{}') as { lines?: string[] }).lines ?? []));
+      else this.lines.push(...((JSON.parse(frame.split('\ndata: ')[1] ?? '{}') as { lines?: string[] }).lines ?? []));
     }
   }
   drained(): Promise<void> {
@@ -172,5 +177,79 @@ describe('OutputFanout: one reader for every card’s output stream', () => {
     idle.detach(id, s);
     await idle.stop();
     expect(idle.status).toBe('stopped');
+  });
+  /** A card whose output is held to `budget` bytes, printed through the job log's own append script: answers each call's entry id. */
+  async function printer(budget: number) {
+    const id = cardId();
+    await f.conn.hset(keys.job('lane', id), 'name', 'card');
+    return {
+      id,
+      print: async (line: string) => {
+        await appendJobLog(f.conn, 'lane', id, [line], undefined, budget);
+        return new CardOutput(f.conn).tailId(id);
+      },
+    };
+  }
+
+  it('a sink whose resume point the budget trimmed past is told of the gap in the frame of the first line it gets; from a held point, none', async () => {
+    const { x } = await fanout();
+    const card = await printer(20);
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push(await card.print(`line-${i}`)); // 6 bytes each: the stream holds the last 3
+    const held = (await f.conn.xrange(keys.cardOutput(card.id), '-', '+')).map(([entryId]) => entryId);
+    expect(held).toEqual(ids.slice(5));
+
+    const behind = new RecordingSink();
+    await x.attach(card.id, 'lane', behind, ids[1]);
+    expect(behind.gaps).toEqual([{ after: ids[1], oldest: ids[5] }]);
+    expect(behind.lines).toEqual(['line-5', 'line-6', 'line-7']);
+    // From the start: the lines before the oldest held are gone, and it is told so.
+    const fromStart = new RecordingSink();
+    await x.attach(card.id, 'lane', fromStart);
+    expect(fromStart.gaps).toEqual([{ after: '0-0', oldest: ids[5] }]);
+    // From an entry still held: its bytes meet the next entry's, so nothing is told.
+    const caughtUp = new RecordingSink();
+    await x.attach(card.id, 'lane', caughtUp, ids[5]);
+    expect([caughtUp.gaps, caughtUp.lines]).toEqual([[], ['line-6', 'line-7']]);
+    // Live lines that follow what it has meet it too.
+    await card.print('line-8');
+    await waitFor('line-8 live', () => caughtUp.lines.includes('line-8'), { timeoutMs: 5_000 });
+    expect(caughtUp.gaps).toEqual([]);
+  });
+
+  it('a card that never trimmed tells no gap, from the start or live', async () => {
+    const { x } = await fanout();
+    const card = await printer(1_000);
+    await card.print('one');
+    const sink = new RecordingSink();
+    await x.attach(card.id, 'lane', sink);
+    await card.print('two');
+    await waitFor('two live', () => sink.lines.includes('two'), { timeoutMs: 5_000 });
+    expect([sink.gaps, sink.lines]).toEqual([[], ['one', 'two']]);
+  });
+
+  it('a live reader a flood passed between two reads tells the gap before the first line it still gets', async () => {
+    const { x } = await fanout();
+    const card = await printer(20);
+    const first = await card.print('line-0');
+    const sink = new RecordingSink();
+    await x.attach(card.id, 'lane', sink, first);
+    // Three entries added and the oldest two trimmed in one step, as the append script does for a
+    // card that printed past its budget: the reader wakes to the last only.
+    const key = keys.cardOutput(card.id);
+    const ms = Number(first.split('-')[0]) + 1;
+    const ids = [1, 2, 3].map((i) => `${ms}-${i}`);
+    const flood = f.conn.multi();
+    for (const [i, through] of [
+      [1, 12],
+      [2, 18],
+      [3, 24],
+    ] as const)
+      flood.xadd(key, ids[i - 1]!, 'l', `line-${i}`, 't', String(through));
+    flood.xtrim(key, 'MINID', ids[2]!);
+    await flood.exec();
+    await waitFor('line-3 live', () => sink.lines.includes('line-3'), { timeoutMs: 5_000 });
+    expect(sink.lines).toEqual(['line-3']);
+    expect(sink.gaps).toEqual([{ after: first, oldest: ids[2] }]);
   });
 });

@@ -1,9 +1,11 @@
-import { isTerminalCardState, type EventGap, type EventType } from '@lanes/contracts';
+import { agentLimits, isTerminalCardState, type EventGap, type EventType } from '@lanes/contracts';
 import type { LanesClient, StreamedEvent } from '@lanes/client';
 import { statusCommand } from './commands.js';
 import { printable, printableOutput } from './printable.js';
 
 type Print = (s: string) => void;
+
+const MIB = 1024 * 1024;
 
 /** One event as a line a person reads: time, lane, event, then whatever it is about. */
 export function formatEvent(e: StreamedEvent): string {
@@ -53,6 +55,13 @@ export async function tailCommand(client: LanesClient, options: TailOptions, pri
   return 0;
 }
 
+/** What `lanes tail --card` says on stderr when lines were trimmed before they could be sent. */
+export function outputGapNote(gap: EventGap): string {
+  const kept = `the card keeps its last ${agentLimits.CARD_OUTPUT_MAX_BYTES / MIB} MiB of output`;
+  if (gap.after === '0-0') return `its first lines are gone: ${kept}; starting at ${gap.oldest}`;
+  return `lines after ${gap.after} are missing: ${kept}, and it printed more before they could be sent; going on from ${gap.oldest}`;
+}
+
 export interface TailOutputOptions {
   signal: AbortSignal;
   /** Where "reconnecting" notes go (stderr), so stdout holds only the card's output lines. */
@@ -78,6 +87,7 @@ export async function tailOutputCommand(client: LanesClient, id: string, options
       if (!dropped) options.note(`disconnected (${reason instanceof Error ? reason.message : String(reason)}); reconnecting`);
       dropped = true;
     },
+    onGap: (gap) => options.note(outputGapNote(gap)),
   })) {
     for (const line of chunk.lines) print(printableOutput(line));
   }

@@ -66,6 +66,12 @@ export interface OutputChunk {
 export interface OutputOptions {
   /** Resume after this output id; default: from the oldest line the API still holds. */
   after?: string;
+  /**
+   * Told when lines after `gap.after` were trimmed before the stream could send them (a card keeps
+   * its last 1 MiB of output: a reader that far behind a flood loses what lay between); the
+   * iteration goes on from `gap.oldest`.
+   */
+  onGap?: (gap: EventGap) => void;
   /** Ends the iteration. Breaking out of the loop does too. */
   signal?: AbortSignal;
   reconnectDelayMs?: number;
@@ -150,8 +156,7 @@ export class LanesClient {
     const query = options.lane ? `?lane=${encodeURIComponent(options.lane)}` : '';
     for await (const frame of this.frames(`/v1/events${query}`, options.since, 'the event stream ended', options)) {
       if (frame.event === 'gap') {
-        const gap = frame.data === undefined ? undefined : EventGapSchema.safeParse(JSON.parse(frame.data));
-        if (gap?.success) options.onGap?.(gap.data);
+        this.tellGap(frame, options.onGap);
         continue;
       }
       // An id-only frame moves the resume point (the API pins "from now" with one).
@@ -172,10 +177,17 @@ export class LanesClient {
   async *output(id: string, options: OutputOptions = {}): AsyncGenerator<OutputChunk, void, undefined> {
     for await (const frame of this.frames(`/v1/cards/${encodeURIComponent(id)}/output`, options.after, 'the output stream ended', options)) {
       if (frame.event === 'end') return;
+      if (frame.event === 'gap') this.tellGap(frame, options.onGap);
       if (frame.event !== 'output' || frame.data === undefined || !frame.id) continue;
       const data = JSON.parse(frame.data) as { lines?: unknown };
       if (Array.isArray(data.lines)) yield { id: frame.id, lines: data.lines.map(String) };
     }
+  }
+
+  /** An `event: gap` frame to `onGap`; one that does not parse is left out, as an unknown event is. */
+  private tellGap(frame: SseFrame, onGap: ((gap: EventGap) => void) | undefined): void {
+    const gap = frame.data === undefined ? undefined : EventGapSchema.safeParse(JSON.parse(frame.data));
+    if (gap?.success) onGap?.(gap.data);
   }
 
   /**

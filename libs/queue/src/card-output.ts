@@ -2,8 +2,24 @@ import type { Redis } from 'ioredis';
 import { CardStateSchema, agentLimits, type CardState } from '@lanes/contracts';
 import { keys } from './names.js';
 
-/** One entry of a card's output stream: a batch of lines, or the end of a run (its terminal state). */
-export type OutputEntry = { id: string; kind: 'lines'; lines: string[] } | { id: string; kind: 'end'; state: CardState };
+/**
+ * Where an entry lies in the bytes the card has printed to its stream (`t`, job-log-append.ts):
+ * `before` them when it was added, `through` them with it. Consecutive entries meet
+ * (`next.before === prev.through`) unless what lay between was trimmed.
+ */
+export interface OutputBytes {
+  before: number;
+  through: number;
+}
+
+/** One entry of a card's output stream: a batch of lines, or the end of a run (its terminal state). `bytes` is absent for an entry written without `t`. */
+export type OutputEntry = ({ id: string; kind: 'lines'; lines: string[] } | { id: string; kind: 'end'; state: CardState }) & { bytes?: OutputBytes };
+
+/** A point in a card's output stream: an entry's id, and the bytes printed through it when known (not when that entry is no longer held). */
+export interface OutputPosition {
+  id: string;
+  through: number | undefined;
+}
 
 /** One read of a card's output: the entries that decoded, and the id of the last entry read, to read on from. */
 export interface OutputPage {
@@ -19,16 +35,25 @@ function field(fields: string[], name: string): string | undefined {
   return undefined;
 }
 
+/** The entry's `t` and its lines' bytes as its place in the output; undefined without a `t`. */
+function bytesOf(fields: string[], text: string | undefined): OutputBytes | undefined {
+  const through = Number(field(fields, 't'));
+  if (!Number.isSafeInteger(through)) return undefined;
+  return { before: through - (text === undefined ? 0 : Buffer.byteLength(text)), through };
+}
+
 function decode(entries: StreamEntries): OutputPage {
   const out: OutputEntry[] = [];
   for (const [id, fields] of entries) {
     const text = field(fields, 'l');
+    const bytes = bytesOf(fields, text);
+    const place = bytes === undefined ? {} : { bytes };
     if (text !== undefined) {
-      out.push({ id, kind: 'lines', lines: text.split('\n') });
+      out.push({ id, kind: 'lines', lines: text.split('\n'), ...place });
       continue;
     }
     const state = CardStateSchema.safeParse(field(fields, 'end'));
-    if (state.success) out.push({ id, kind: 'end', state: state.data });
+    if (state.success) out.push({ id, kind: 'end', state: state.data, ...place });
   }
   return { entries: out, lastId: entries.at(-1)?.[0] };
 }
@@ -49,6 +74,12 @@ export function trimOutputTail(text: string, maxBytes: number): string {
   return buf.subarray(start).toString('utf8');
 }
 
+function positionIn(entries: StreamEntries): OutputPosition | undefined {
+  const [id, fields] = entries[0] ?? [];
+  if (id === undefined || fields === undefined) return undefined;
+  return { id, through: bytesOf(fields, field(fields, 'l'))?.through };
+}
+
 /** Entries read per page when the tail is gathered newest first. */
 const TAIL_PAGE_ENTRIES = 32;
 
@@ -66,8 +97,19 @@ export class CardOutput {
 
   /** The id of the newest entry, or `0-0` when there is none. */
   async tailId(cardId: string): Promise<string> {
+    return (await this.tailPosition(cardId)).id;
+  }
+
+  /** The newest entry's position, or `0-0` (nothing printed before it) when there is none. */
+  async tailPosition(cardId: string): Promise<OutputPosition> {
     const entries = (await this.redis.xrevrange(keys.cardOutput(cardId), '+', '-', 'COUNT', 1)) as StreamEntries;
-    return entries[0]?.[0] ?? '0-0';
+    return positionIn(entries) ?? { id: '0-0', through: 0 };
+  }
+
+  /** Entry `id`'s position: its bytes when it is still held; `0-0` is the start, with nothing before it. */
+  async positionOf(cardId: string, id: string): Promise<OutputPosition> {
+    if (id === '0-0') return { id, through: 0 };
+    return positionIn((await this.redis.xrange(keys.cardOutput(cardId), id, id)) as StreamEntries) ?? { id, through: undefined };
   }
 
   /** New entries of any of these cards (card id → read after), waiting up to `blockMs`. Needs its own connection. */

@@ -12,7 +12,7 @@ export { evaluateRunFence, reclaimLockMsFor, type RunFenceDecision, type RunFenc
 export { JOB_LAYOUT_BULLMQ_VERSION, installedBullmqVersion } from './bullmq-job-layout.js';
 export { EndedJobDataSchema, endedJobDataFor, type EndedJobData } from './ended-job-data.js';
 export { appendJobLog } from './job-log-append.js';
-export { CardOutput, trimOutputTail, type OutputEntry, type OutputPage } from './card-output.js';
+export { CardOutput, trimOutputTail, type OutputBytes, type OutputEntry, type OutputPage, type OutputPosition } from './card-output.js';
 export { jobOptions, COMPLETED_JOB_KEEP_COUNT, FAILED_JOB_KEEP_COUNT, RETRY_BASE_DELAY_MS } from './job-options.js';
 export { CARD_TRACE_FIELD, cardTrace, rememberCardTrace, withTraceMetadata, withTraceOption } from './job-trace.js';
 export {

@@ -1,9 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { IllegalStateError, compareStreamIds } from '@lanes/contracts';
-import { CardOutput, type OutputEntry } from '@lanes/queue';
+import { IllegalStateError, compareStreamIds, type EventGap } from '@lanes/contracts';
+import { CardOutput, type OutputEntry, type OutputPosition } from '@lanes/queue';
 import { deliverToSinks, type FanoutSink } from './event-fanout.js';
+import { outputGap, positionAfter } from './output-gap.js';
 import { toOutputEvent } from './sse-event.js';
 
 /**
@@ -30,6 +31,8 @@ interface Watched {
   lane: string;
   /** The last entry read and delivered to every live sink of the card. */
   lastId: string;
+  /** The bytes the card had printed through `lastId`, to tell output trimmed before the reader got it. */
+  through: number | undefined;
   /** Live sinks, each with the id it has seen up to when that is past `lastId`. */
   sinks: Map<FanoutSink, string | undefined>;
   /** Sinks still catching up: the card stays in the read while any is. */
@@ -83,10 +86,10 @@ export class OutputFanout {
     this.start();
     let watched = this.watched.get(cardId);
     if (!watched) {
-      const tail = await this.shared.tailId(cardId);
+      const tail = await this.shared.tailPosition(cardId);
       watched = this.watched.get(cardId);
       if (!watched) {
-        watched = { lane, lastId: tail, sinks: new Map(), attaching: 0 };
+        watched = { lane, lastId: tail.id, through: tail.through, sinks: new Map(), attaching: 0 };
         this.watched.set(cardId, watched);
         this.rouse();
       }
@@ -95,6 +98,7 @@ export class OutputFanout {
     try {
       let cursor = afterId;
       sink.begin(cursor);
+      let position = await this.shared.positionOf(cardId, afterId);
       for (;;) {
         if (!sink.isOpen || this.isStopped) return cursor;
         const ahead = compareStreamIds(cursor, watched.lastId);
@@ -107,7 +111,8 @@ export class OutputFanout {
         cursor = page.lastId ?? target;
         for (const e of page.entries) {
           if (!sink.isOpen) return cursor;
-          sink.push([toOutputEvent(e, lane)]);
+          sink.push([toOutputEvent(e, lane, this.gapBefore(cardId, position, e))]);
+          position = positionAfter(e);
           if (sink.needsDrain) await sink.drained();
         }
       }
@@ -174,8 +179,8 @@ export class OutputFanout {
           const watched = this.watched.get(cardId);
           if (!watched || page.lastId === undefined || compareStreamIds(page.lastId, watched.lastId) <= 0) continue;
           const fresh = page.entries.filter((e) => compareStreamIds(e.id, watched.lastId) > 0);
+          if (fresh.length) this.deliver(cardId, watched, fresh);
           watched.lastId = page.lastId;
-          if (fresh.length) this.deliver(watched, fresh);
         }
       } catch (err) {
         if (this.state !== 'running') return;
@@ -188,10 +193,21 @@ export class OutputFanout {
     }
   }
 
-  private deliver(watched: Watched, entries: readonly OutputEntry[]): void {
-    deliverToSinks(
-      watched.sinks,
-      entries.map((e) => toOutputEvent(e, watched.lane)),
-    );
+  /** Entries after `watched.lastId`, each with the output trimmed before it told (the live reader can fall a budget behind a flood). */
+  private deliver(cardId: string, watched: Watched, entries: readonly OutputEntry[]): void {
+    let position: OutputPosition = { id: watched.lastId, through: watched.through };
+    const events = entries.map((e) => {
+      const event = toOutputEvent(e, watched.lane, this.gapBefore(cardId, position, e));
+      position = positionAfter(e);
+      return event;
+    });
+    watched.through = position.through;
+    deliverToSinks(watched.sinks, events);
+  }
+
+  private gapBefore(cardId: string, at: OutputPosition, next: OutputEntry): EventGap | undefined {
+    const gap = outputGap(at, next);
+    if (gap) this.options.log.warn({ cardId, after: gap.after, oldest: gap.oldest }, 'sse.output_gap');
+    return gap;
   }
 }

@@ -2,7 +2,7 @@ import type { EventGap } from '@lanes/contracts';
 import type { ServerResponse } from 'node:http';
 import { defaults } from '@lanes/contracts';
 import type { FanoutSink } from './event-fanout.js';
-import type { SseEvent } from './sse-event.js';
+import { gapFrame, type SseEvent } from './sse-event.js';
 
 export interface SseStreamConfig {
   /** Unsent bytes a stream may hold; a frame that would pass it drops the stream. Default 256 KiB. */
@@ -116,7 +116,7 @@ export class SseStream implements FanoutSink {
   /** `event: gap` with `{after, oldest}` and no id: it moves no resume point, so a reconnect replays what follows it. */
   gap(gap: EventGap): void {
     if (this.state !== 'open') return;
-    const frame = `event: gap\ndata: ${JSON.stringify(gap)}\n\n`;
+    const frame = gapFrame(gap);
     if (wouldOverflow(this.res.writableLength, Buffer.byteLength(frame), this.config.maxBufferedBytes)) {
       this.end('slow-consumer');
       return;
