@@ -1,6 +1,5 @@
-import type { EventGap } from '@lanes/contracts';
 import type { ServerResponse } from 'node:http';
-import { defaults } from '@lanes/contracts';
+import { defaults, type EventGap } from '@lanes/contracts';
 import type { FanoutSink } from './event-fanout.js';
 import { gapFrame, type SseEvent } from './sse-event.js';
 
