@@ -145,6 +145,8 @@ describe('live agent output (GET /v1/cards/:id/output)', () => {
     for await (const chunk of client.output(id, { onGap: (gap) => gaps.push(gap) })) late.push(...chunk.lines);
     expect(gaps).toEqual([{ after: '0-0', oldest: entries[0]![0] }]);
     expect(late).toEqual(heldLines);
+    const metrics = (await admin.request('GET', '/metrics')).text;
+    expect(Number(/^lanes_sse_gaps_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
     expect((await admin.request('GET', '/readyz')).status).toBe(200);
   });
 

@@ -24,7 +24,7 @@ export function withoutBlankLines(text: string): string {
 }
 
 /** Prometheus metrics, computed from Redis at scrape time so every API replica reports the same. */
-export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; dropped(): number }): Metrics {
+export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; dropped(): number; gaps(): number }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
   const jobs = new Gauge({ name: 'lanes_cards', help: 'Cards per lane and state', labelNames: ['lane', 'state'], registers: [registry] });
@@ -73,6 +73,14 @@ export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; drop
       registers: [registry],
       collect() {
         this.set(sse.dropped());
+      },
+    });
+    new Gauge({
+      name: 'lanes_sse_gaps_total',
+      help: 'Events or output lines trimmed before a stream could send them, told as event: gap since this API process started',
+      registers: [registry],
+      collect() {
+        this.set(sse.gaps());
       },
     });
   }

@@ -128,6 +128,7 @@ describe('EventFanout: the one reader per API process', () => {
     const edge = new RecordingSink();
     await x.attach(edge, ids[199]);
     expect(edge.gaps).toEqual([{ after: ids[199], oldest: ids[200] }]);
+    expect(x.gapsTold).toBe(2);
   });
 
   it('a stream that never trimmed tells no gap, even from 0-0', async () => {
@@ -136,6 +137,7 @@ describe('EventFanout: the one reader per API process', () => {
     const sink = new RecordingSink();
     await x.attach(sink, '0-0');
     expect([sink.gaps, sink.ids]).toEqual([[], ids]);
+    expect(x.gapsTold).toBe(0);
   });
 
   it('a replay the trim overtakes between two pages is told of the gap where it happened', async () => {

@@ -207,6 +207,7 @@ describe('OutputFanout: one reader for every card’s output stream', () => {
     const fromStart = new RecordingSink();
     await x.attach(card.id, 'lane', fromStart);
     expect(fromStart.gaps).toEqual([{ after: '0-0', oldest: ids[5] }]);
+    expect(x.gapsTold).toBe(2);
     // From an entry still held: its bytes meet the next entry's, so nothing is told.
     const caughtUp = new RecordingSink();
     await x.attach(card.id, 'lane', caughtUp, ids[5]);
@@ -215,6 +216,7 @@ describe('OutputFanout: one reader for every card’s output stream', () => {
     await card.print('line-8');
     await waitFor('line-8 live', () => caughtUp.lines.includes('line-8'), { timeoutMs: 5_000 });
     expect(caughtUp.gaps).toEqual([]);
+    expect(x.gapsTold).toBe(2);
   });
 
   it('a card that never trimmed tells no gap, from the start or live', async () => {

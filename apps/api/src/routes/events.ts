@@ -37,6 +37,8 @@ export interface EventStreamStats {
   open(): number;
   /** Streams dropped as slow consumers since start. */
   dropped(): number;
+  /** Gaps told on event and output streams since start (event-fanout.ts, output-fanout.ts). */
+  gaps(): number;
 }
 
 const EventsQuerySchema = z.object({ since: StreamIdSchema.optional(), lane: LaneNameSchema.optional() });
@@ -148,5 +150,5 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
     await outputFanout.stop();
   });
 
-  return { open: () => tally.total, dropped: () => dropped };
+  return { open: () => tally.total, dropped: () => dropped, gaps: () => fanout.gapsTold + outputFanout.gapsTold };
 }

@@ -61,6 +61,7 @@ export class EventFanout {
   private readonly shared: EventLog;
   private blocking: Redis | undefined;
   private readonly stopping = new AbortController();
+  private gaps = 0;
 
   constructor(private readonly options: EventFanoutOptions) {
     this.shared = new EventLog(options.redis);
@@ -71,6 +72,11 @@ export class EventFanout {
   }
 
   /** Live sinks (streams still catching up are not counted). */
+  /** Gaps told to streams since start: once per stream the trim passed. */
+  get gapsTold(): number {
+    return this.gaps;
+  }
+
   get liveSinks(): number {
     return this.sinks.size;
   }
@@ -171,6 +177,7 @@ export class EventFanout {
   }
 
   private tellGap(sink: FanoutSink, gap: EventGap): void {
+    this.gaps++;
     this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
     sink.gap?.(gap);
   }

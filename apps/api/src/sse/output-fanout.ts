@@ -58,6 +58,7 @@ export class OutputFanout {
   private blockingId: number | undefined;
   private wake: (() => void) | undefined;
   private readonly stopping = new AbortController();
+  private gaps = 0;
 
   constructor(private readonly options: OutputFanoutOptions) {
     this.shared = new CardOutput(options.redis);
@@ -69,6 +70,11 @@ export class OutputFanout {
 
   private get isStopped(): boolean {
     return this.state === 'stopped';
+  }
+
+  /** Gaps found since start: once per catch-up that found one, once per live one (told to every stream of the card). */
+  get gapsTold(): number {
+    return this.gaps;
   }
 
   /** Cards in the live read. */
@@ -207,7 +213,10 @@ export class OutputFanout {
 
   private gapBefore(cardId: string, at: OutputPosition, next: OutputEntry): EventGap | undefined {
     const gap = outputGap(at, next);
-    if (gap) this.options.log.warn({ cardId, after: gap.after, oldest: gap.oldest }, 'sse.output_gap');
+    if (gap) {
+      this.gaps++;
+      this.options.log.warn({ cardId, after: gap.after, oldest: gap.oldest }, 'sse.output_gap');
+    }
     return gap;
   }
 }
