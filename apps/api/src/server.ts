@@ -167,7 +167,8 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
     output: new CardOutput(redis),
     ...(options.newId ? { newId: options.newId } : {}),
     ...(options.callbackAllow ? { callbackAllow: options.callbackAllow } : {}),
-    cardRate: new CardRateLimiter(now),
+    // Redis's clock unless the caller gave one: API processes share the buckets.
+    cardRate: new CardRateLimiter(redis, options.now),
     bodyLimitBytes: BODY_LIMIT_BYTES,
   });
   laneRoutes(app, { ...statusDeps, redis });

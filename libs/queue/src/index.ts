@@ -49,3 +49,4 @@ export {
   type RedisWritableSnapshot,
 } from './redis-memory.js';
 export { KeyLimits, KEY_PARK_FIELDS, type KeyAdmission, type KeyedCard } from './key-limit-script.js';
+export { takeSharedCards, type CardRate, type CardTake } from './card-rate-bucket.js';

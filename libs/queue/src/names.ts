@@ -75,6 +75,8 @@ export const keys = {
    * script, given back by the move that ends each card, added again by a retry (lane `maxOpenBytes`).
    */
   openBytes: (lane: string) => `${STORE_PREFIX}:lane:${lane}:open-bytes`,
+  /** A config token's bucket of cards (card-rate-bucket.ts), shared by every API process. */
+  cardRate: (token: string) => `${STORE_PREFIX}:rate:cards:${token}`,
   slots: (lane: string) => `${STORE_PREFIX}:lane:${lane}:slots`,
   breaker: (lane: string) => `${STORE_PREFIX}:lane:${lane}:breaker`,
   health: (lane: string) => `${STORE_PREFIX}:lane:${lane}:health`,

@@ -1,5 +1,9 @@
+import type { Redis } from 'ioredis';
 import { defaults } from '@lanes/contracts';
+import { takeSharedCards, type CardRate } from '@lanes/queue';
 import type { Principal } from './principal.js';
+
+export type { CardRate };
 
 /** A token's bucket of cards: what it held at `atMs`. */
 export interface CardBucket {
@@ -7,18 +11,13 @@ export interface CardBucket {
   readonly atMs: number;
 }
 
-export interface CardRate {
-  readonly perSecond: number;
-  /** What a full bucket holds: MAX_BULK_CARDS, so one full bulk passes. */
-  readonly burst: number;
-}
-
 export type CardRateDecision = { action: 'take'; bucket: CardBucket } | { action: 'refuse'; bucket: CardBucket; retryAfterMs: number };
 
 /**
  * Whether `want` cards may be posted now from `bucket` (undefined: a token not seen yet, whose
  * bucket is full), and the bucket after. The bucket refills at `perSecond` up to `burst`; a request
- * it cannot cover takes nothing and is told when it could be.
+ * it cannot cover takes nothing and is told when it could be. The specification of the shared
+ * bucket's script (libs/queue card-rate-bucket.ts), which is tested against the same table.
  */
 export function takeCards(bucket: CardBucket | undefined, want: number, nowMs: number, rate: CardRate): CardRateDecision {
   const elapsedMs = bucket === undefined ? 0 : Math.max(0, nowMs - bucket.atMs);
@@ -28,18 +27,21 @@ export function takeCards(bucket: CardBucket | undefined, want: number, nowMs: n
   return { action: 'refuse', bucket: { cards, atMs: nowMs }, retryAfterMs: Math.ceil((short * 1_000) / rate.perSecond) };
 }
 
-/** Each limited principal's bucket, in this API process (a principal is a configured token, so the map is bounded by the config). */
+/**
+ * Each limited principal's bucket, in Redis: a configured token's rate holds across every API
+ * process (two replicas must not give a token twice its rate). `now` replaces Redis's clock (tests).
+ */
 export class CardRateLimiter {
-  private readonly buckets = new Map<string, CardBucket>();
-
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly now?: () => number,
+  ) {}
 
   /** Takes `want` cards from the principal's bucket; answers how long to wait when it cannot. A principal without a rate always may. */
-  take(principal: Principal, want: number): { ok: true } | { ok: false; retryAfterMs: number; perSecond: number } {
+  async take(principal: Principal, want: number): Promise<{ ok: true } | { ok: false; retryAfterMs: number; perSecond: number }> {
     if (principal.cardsPerSecond === undefined) return { ok: true };
     const rate = { perSecond: principal.cardsPerSecond, burst: defaults.MAX_BULK_CARDS };
-    const decision = takeCards(this.buckets.get(principal.name), want, this.now(), rate);
-    this.buckets.set(principal.name, decision.bucket);
-    return decision.action === 'take' ? { ok: true } : { ok: false, retryAfterMs: decision.retryAfterMs, perSecond: rate.perSecond };
+    const taken = await takeSharedCards(this.redis, principal.name, want, rate, this.now?.());
+    return taken.ok ? taken : { ...taken, perSecond: rate.perSecond };
   }
 }

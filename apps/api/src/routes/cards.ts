@@ -120,9 +120,9 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   };
 
   /** 429 RATE_LIMITED, with Retry-After, when the principal has posted its cards per second; nothing is read or written. */
-  const chargeCards = (request: FastifyRequest, reply: FastifyReply, want: number) => {
+  const chargeCards = async (request: FastifyRequest, reply: FastifyReply, want: number) => {
     if (want === 0) return;
-    const taken = deps.cardRate?.take(request.principal, want) ?? { ok: true };
+    const taken = (await deps.cardRate?.take(request.principal, want)) ?? { ok: true };
     if (taken.ok) return;
     const seconds = Math.ceil(taken.retryAfterMs / 1_000);
     reply.header('retry-after', String(seconds));
@@ -139,12 +139,12 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     const length = Number(request.headers['content-length']);
     const bytes = Number.isFinite(length) && length >= 0 ? Math.min(length, limit) : limit;
     request.cardsChargedForBody = Math.max(1, Math.ceil((bytes * defaults.MAX_BULK_CARDS) / limit));
-    chargeCards(request, reply, request.cardsChargedForBody);
+    await chargeCards(request, reply, request.cardsChargedForBody);
   };
 
   app.post('/v1/cards', { preParsing: chargeBody }, async (request, reply) => {
     // Its cards, less what its size already paid: counted before they are validated, the CPU the limit keeps for other boards.
-    chargeCards(request, reply, Math.max(0, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS) - (request.cardsChargedForBody ?? 0)));
+    await chargeCards(request, reply, Math.max(0, Math.min(cardsIn(request.body), defaults.MAX_BULK_CARDS) - (request.cardsChargedForBody ?? 0)));
     const { cards, bulk } = parseBody(request.body, request.principal, deps);
     // Re-posting an id is idempotent only for the same card: an id already on another lane is a conflict.
     const out = await inEnqueueSpan(request, cards, () => queues.enqueueMany(cards));
@@ -235,7 +235,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
   // 409 CARD_BUSY while a run is still ending its job.
   app.post<{ Params: { id: string } }>('/v1/cards/:id/retry', async (request, reply) => {
     await assertVisible(request);
-    chargeCards(request, reply, 1);
+    await chargeCards(request, reply, 1);
     const parsed = RetryBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'BODY_INVALID', 'invalid retry body', toIssues(parsed.error));
     const out = await queues.retry(request.params.id, parsed.data.reason);
