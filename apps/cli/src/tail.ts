@@ -1,6 +1,5 @@
-import { agentLimits, isTerminalCardState, type EventGap, type EventType } from '@lanes/contracts';
+import { agentLimits, defaults, isTerminalCardState, type EventGap, type EventType } from '@lanes/contracts';
 import type { LanesClient, StreamedEvent } from '@lanes/client';
-import { EVENT_STREAM_MAX_LEN } from '@lanes/queue';
 import { statusCommand } from './commands.js';
 import { printable, printableOutput } from './printable.js';
 
@@ -21,7 +20,7 @@ export function formatEvent(e: StreamedEvent): string {
 
 /** What `lanes tail` says on stderr when the API could not replay every event after the resume point. */
 export function gapNote(gap: EventGap): string {
-  return `events after ${gap.after} may be missing: the stream had trimmed them (it keeps about ${EVENT_STREAM_MAX_LEN.toLocaleString('en-US')}) before they could be replayed; going on from ${gap.oldest}. \`lanes cards\` shows where cards are now`;
+  return `events after ${gap.after} may be missing: the stream had trimmed them (it keeps about ${defaults.EVENT_STREAM_MAX_LEN.toLocaleString('en-US')}) before they could be replayed; going on from ${gap.oldest}. \`lanes cards\` shows where cards are now`;
 }
 
 export interface TailOptions {

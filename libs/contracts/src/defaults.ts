@@ -182,3 +182,9 @@ export const CARD_LIST_DEFAULT_LIMIT = 50;
 export const CARD_LIST_MAX_LIMIT = 200;
 /** Longest `cursor` a listing takes: the API's own are under 300 characters. */
 export const CARD_LIST_CURSOR_MAX_LENGTH = 1_024;
+
+/**
+ * Events the Redis event stream keeps (XADD's `MAXLEN ~`, every lane's together): how far back a
+ * `/v1/events` stream can resume; an older resume point is told as `event: gap`.
+ */
+export const EVENT_STREAM_MAX_LEN = 10_000;

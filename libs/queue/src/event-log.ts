@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { LaneEventSchema, type LaneEvent } from '@lanes/contracts';
+import { LaneEventSchema, defaults, type LaneEvent } from '@lanes/contracts';
 import { keys } from './names.js';
 
 /** Bounded so the stream cannot grow without limit; ~ lets Redis trim cheaply. */
-export const EVENT_STREAM_MAX_LEN = 10_000;
+export const EVENT_STREAM_MAX_LEN = defaults.EVENT_STREAM_MAX_LEN;
 
 export interface StoredEvent extends LaneEvent {
   /** Stream id, usable as SSE `id:` and as the resume point. */
