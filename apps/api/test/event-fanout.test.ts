@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { Writable } from 'node:stream';
@@ -46,6 +47,49 @@ function recordingLog() {
   return { log: pino({ level: 'info' }, sink), lines };
 }
 
+/**
+ * A TCP relay to Redis that can hold what Redis sends one connection, so a test can keep the
+ * fan-out's reader (its second connection: the first is the one it is given) behind a trim.
+ */
+async function holdingRelay(redisUrl: string) {
+  const target = new URL(redisUrl);
+  const links: Array<{ held: boolean; backlog: Buffer[]; client: Socket }> = [];
+  const sockets: Socket[] = [];
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const link = { held: false, backlog: [] as Buffer[], client };
+    links.push(link);
+    sockets.push(client, upstream);
+    client.on('data', (chunk) => upstream.write(chunk));
+    upstream.on('data', (chunk: Buffer) => (link.held ? link.backlog.push(chunk) : client.write(chunk)));
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      a.on('error', () => b.destroy());
+      a.on('close', () => b.destroy());
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    connections: () => links.length,
+    hold: (i: number) => {
+      links[i]!.held = true;
+    },
+    release: (i: number) => {
+      const link = links[i]!;
+      link.held = false;
+      for (const chunk of link.backlog.splice(0)) link.client.write(chunk);
+    },
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
 const event = (cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane: 'fan', cardId });
 
 describe('EventFanout: the one reader per API process', () => {
@@ -58,8 +102,8 @@ describe('EventFanout: the one reader per API process', () => {
     for (const c of conns.splice(0)) c.disconnect();
   });
 
-  async function fanout(blockMs = 200) {
-    const redis = createRedis(f.redis.url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+  async function fanout(blockMs = 200, url = f.redis.url) {
+    const redis = createRedis(url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     await once(redis, 'ready');
     conns.push(redis);
@@ -171,6 +215,35 @@ describe('EventFanout: the one reader per API process', () => {
     await waitFor('the held 100 delivered', () => sink.ids.length === 100, { timeoutMs: 5_000 });
     expect(sink.gaps).toEqual([{ after: tail, oldest: ids[200] }]);
     expect(sink.ids).toEqual(ids.slice(200));
+  });
+
+  it('a replay that catches up to where the overtaken live reader stands is told of the hole once, not again by the live reader', async () => {
+    const relay = await holdingRelay(f.redis.url);
+    try {
+      const first = await appendMany('read', 101);
+      const { x } = await fanout(200, relay.url);
+      const live = new RecordingSink();
+      await x.attach(live); // the reader starts at the tail: first[100]
+      await waitFor('the reader connected', () => relay.connections() === 2, { timeoutMs: 5_000 });
+      // The reader reads no further until released, while a burst passes the window.
+      relay.hold(1);
+      const burst = f.conn.multi();
+      for (let i = 0; i < 199; i++) burst.xadd(keys.events(), '*', 'e', JSON.stringify(event(`burst-${i}`)));
+      burst.xtrim(keys.events(), 'MAXLEN', 100);
+      const ids = [...first, ...((await burst.exec()) ?? []).slice(0, 199).map(([, id]) => id as string)];
+      // Its catch-up ends at the reader's point, first[100], which the trim passed as well.
+      const late = new RecordingSink();
+      await x.attach(late, ids[0]);
+      expect(late.gaps).toEqual([{ after: ids[0], oldest: ids[200] }]);
+      relay.release(1);
+      await waitFor('the held 100 delivered', () => late.ids.length === 100 && live.ids.length === 100, { timeoutMs: 5_000 });
+      expect(late.gaps).toEqual([{ after: ids[0], oldest: ids[200] }]);
+      expect(live.gaps).toEqual([{ after: ids[100], oldest: ids[200] }]);
+      expect(late.ids).toEqual(ids.slice(200));
+      expect(x.gapsTold).toBe(2);
+    } finally {
+      relay.close();
+    }
   });
 
   it('forgets a sink that closed, at the next delivery', async () => {

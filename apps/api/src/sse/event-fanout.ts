@@ -62,6 +62,8 @@ export class EventFanout {
   private blocking: Redis | undefined;
   private readonly stopping = new AbortController();
   private gaps = 0;
+  /** The `oldest` of the last gap each sink was told, so the catch-up and the live reader never tell one hole twice. */
+  private readonly toldBefore = new WeakMap<FanoutSink, string>();
 
   constructor(private readonly options: EventFanoutOptions) {
     this.shared = new EventLog(options.redis);
@@ -100,8 +102,7 @@ export class EventFanout {
       const page = await this.shared.range(cursor, target, CATCH_UP_PAGE_EVENTS);
       if (!sink.isOpen) return;
       // Checked at every page: a client that reads slowly can be overtaken by the trim mid-replay.
-      const gap = resumeGap(cursor, page.window);
-      if (gap) this.tellGap(sink, gap);
+      this.tellGap(sink, cursor, page.window);
       // An empty page means nothing is left up to the target (trimmed, or entries that did not decode).
       cursor = page.lastId ?? target;
       // Paced by the client: one event at a time while its socket takes them, so catch-up never overflows it.
@@ -170,13 +171,13 @@ export class EventFanout {
 
   /** Each live sink whose point in the stream the trim passed is told before the next batch. */
   private tellGaps(window: ReplayWindow): void {
-    for (const [sink, seenUpTo] of this.sinks) {
-      const gap = resumeGap(seenUpTo ?? this.lastId, window);
-      if (gap) this.tellGap(sink, gap);
-    }
+    for (const [sink, seenUpTo] of this.sinks) this.tellGap(sink, seenUpTo ?? this.lastId, window);
   }
 
-  private tellGap(sink: FanoutSink, gap: EventGap): void {
+  private tellGap(sink: FanoutSink, cursor: string, window: ReplayWindow): void {
+    const gap = resumeGap(cursor, window, this.toldBefore.get(sink));
+    if (!gap) return;
+    this.toldBefore.set(sink, gap.oldest);
     this.gaps++;
     this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
     sink.gap?.(gap);
