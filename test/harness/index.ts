@@ -7,3 +7,4 @@ export { spawnWorker, type WorkerProcess } from './worker-process.js';
 export { useRedis, type RedisFixture } from './redis-fixture.js';
 export { agentLedger, type LedgerLine } from './agent-ledger.js';
 export { startSentinelGroup, type TestSentinelGroup, type SentinelGroupOptions } from './redis-sentinel.js';
+export { holdingRelay } from './holding-relay.js';

@@ -1,12 +1,11 @@
 import { once } from 'node:events';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IllegalStateError, type EventGap, type LaneEvent } from '@lanes/contracts';
 import { createRedis, EventLog, keys } from '@lanes/queue';
-import { useRedis, waitFor } from '../../../test/harness/index.js';
+import { holdingRelay, useRedis, waitFor } from '../../../test/harness/index.js';
 import { EventFanout } from '../src/sse/event-fanout.js';
 import type { SseEvent } from '../src/sse/sse-event.js';
 
@@ -45,49 +44,6 @@ function recordingLog() {
     },
   });
   return { log: pino({ level: 'info' }, sink), lines };
-}
-
-/**
- * A TCP relay to Redis that can hold what Redis sends one connection, so a test can keep the
- * fan-out's reader (its second connection: the first is the one it is given) behind a trim.
- */
-async function holdingRelay(redisUrl: string) {
-  const target = new URL(redisUrl);
-  const links: Array<{ held: boolean; backlog: Buffer[]; client: Socket }> = [];
-  const sockets: Socket[] = [];
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    const link = { held: false, backlog: [] as Buffer[], client };
-    links.push(link);
-    sockets.push(client, upstream);
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk: Buffer) => (link.held ? link.backlog.push(chunk) : client.write(chunk)));
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-    }
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    connections: () => links.length,
-    hold: (i: number) => {
-      links[i]!.held = true;
-    },
-    release: (i: number) => {
-      const link = links[i]!;
-      link.held = false;
-      for (const chunk of link.backlog.splice(0)) link.client.write(chunk);
-    },
-    close: () => {
-      for (const s of sockets) s.destroy();
-      server.close();
-    },
-  };
 }
 
 const event = (cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane: 'fan', cardId });

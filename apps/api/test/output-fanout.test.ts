@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IllegalStateError } from '@lanes/contracts';
 import { CardOutput, appendJobLog, createRedis, keys } from '@lanes/queue';
-import { useRedis, waitFor } from '../../../test/harness/index.js';
+import { holdingRelay, useRedis, waitFor } from '../../../test/harness/index.js';
 import { OutputFanout } from '../src/sse/output-fanout.js';
 import type { SseEvent } from '../src/sse/sse-event.js';
 
@@ -63,8 +63,8 @@ describe('OutputFanout: one reader for every card’s output stream', () => {
     for (const c of conns.splice(0)) c.disconnect();
   });
 
-  async function fanout(blockMs = 200) {
-    const redis = createRedis(f.redis.url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+  async function fanout(blockMs = 200, url = f.redis.url) {
+    const redis = createRedis(url, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     await once(redis, 'ready');
     conns.push(redis);
@@ -253,5 +253,34 @@ describe('OutputFanout: one reader for every card’s output stream', () => {
     await waitFor('line-3 live', () => sink.lines.includes('line-3'), { timeoutMs: 5_000 });
     expect(sink.lines).toEqual(['line-3']);
     expect(sink.gaps).toEqual([{ after: first, oldest: ids[2] }]);
+  });
+
+  it('a resume whose catch-up finds everything up to the reader’s point trimmed is told of the gap, though the reader itself lost nothing', async () => {
+    const relay = await holdingRelay(f.redis.url);
+    try {
+      const { x } = await fanout(200, relay.url);
+      const card = await printer(20);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push(await card.print(`line-${i}`));
+      const live = new RecordingSink();
+      await x.attach(card.id, 'lane', live, ids[2]); // the reader starts at the tail: ids[2]
+      await waitFor('the reader connected', () => relay.connections() === 2, { timeoutMs: 5_000 });
+      relay.hold(1);
+      // One more line, and the trim up to it: the reader, held at ids[2], will find it meets what it read.
+      const key = keys.cardOutput(card.id);
+      const next = `${Number(ids[2]!.split('-')[0]) + 1}-0`;
+      const fields = (await f.conn.xrange(key, ids[2]!, ids[2]!))[0]![1];
+      const through = Number(fields[fields.indexOf('t') + 1]) + 'line-3'.length;
+      await f.conn.multi().xadd(key, next, 'l', 'line-3', 't', String(through)).xtrim(key, 'MINID', next).exec();
+      const late = new RecordingSink();
+      await x.attach(card.id, 'lane', late, ids[0]);
+      relay.release(1);
+      await waitFor('line-3 in both', () => live.lines.includes('line-3') && late.lines.includes('line-3'), { timeoutMs: 5_000 });
+      expect(live.gaps).toEqual([]);
+      expect(late.gaps).toEqual([{ after: ids[0], oldest: next }]);
+      expect(late.lines).toEqual(['line-3']);
+    } finally {
+      relay.close();
+    }
   });
 });

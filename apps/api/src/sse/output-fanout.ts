@@ -113,7 +113,11 @@ export class OutputFanout {
           return cursor;
         }
         const target = watched.lastId;
-        const page = await this.shared.range(cardId, cursor, OUTPUT_CATCH_UP_PAGE_ENTRIES, target);
+        let page = await this.shared.range(cardId, cursor, OUTPUT_CATCH_UP_PAGE_ENTRIES, target);
+        // Nothing left up to the reader's point: the trim passed it too. What the sink missed shows
+        // only against the next entry held, which the reader may not have read yet (and, meeting
+        // what it read, would carry no gap), so that entry comes from here, past the reader's point.
+        if (page.lastId === undefined) page = await this.shared.range(cardId, cursor, OUTPUT_CATCH_UP_PAGE_ENTRIES);
         cursor = page.lastId ?? target;
         for (const e of page.entries) {
           if (!sink.isOpen) return cursor;
