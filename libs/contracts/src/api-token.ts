@@ -28,7 +28,7 @@ export const ApiTokenConfigSchema = z
     fromEnv: EnvNameSchema.optional(),
     lanes: z.union([z.literal('*'), z.array(LaneNameSchema).min(1, 'must name at least one lane, or be "*"')]),
     role: TokenRoleSchema,
-    /** Cards per second the token may post (POST /v1/cards, retries), per API process; unset: DEFAULT_TOKEN_CARDS_PER_S. */
+    /** Cards per second the token may post (POST /v1/cards, retries), across every API process (one bucket in Redis); unset: DEFAULT_TOKEN_CARDS_PER_S. */
     cardsPerSecond: z.number().positive().max(MAX_TOKEN_CARDS_PER_S).optional(),
   })
   .superRefine((token, ctx) => {

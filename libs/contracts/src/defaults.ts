@@ -105,7 +105,7 @@ export const DEFAULT_LANE_CALLBACK_BACKLOG_MAX = 10_000;
  */
 export const DEFAULT_MAX_OPEN_CARDS = 10_000;
 /**
- * Cards a config token (`tokens` in the config file) may post per second, per API process: a
+ * Cards a config token (`tokens` in the config file) may post per second, across every API process (one bucket in Redis): a
  * bucket that holds MAX_BULK_CARDS (so one full bulk always passes when it is full) and refills at
  * this rate; past it 429 RATE_LIMITED with Retry-After. Validating and writing a card costs the API
  * CPU that every board shares, so one board's loop must not take it all. Admin tokens from
