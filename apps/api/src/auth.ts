@@ -4,6 +4,7 @@ import { evaluateAccess } from './edge/access.js';
 import { identify, type ApiToken } from './edge/api-tokens.js';
 import { evaluateEdge } from './edge/browser-edge.js';
 import { ANONYMOUS_PRINCIPAL, OPEN_PRINCIPAL } from './edge/principal.js';
+import type { RequestRateLimiter } from './edge/request-rate.js';
 
 /** Paths a load balancer probes without credentials. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz']);
@@ -61,12 +62,29 @@ export function createAuthHook(tokens: readonly ApiToken[]) {
       if (isBrowserPage(path)) reply.header('www-authenticate', 'Basic realm="lanes"');
       return refuse(reply, new ApiError(401, 'UNAUTHORIZED', 'missing or invalid API token'));
     }
-    request.principal = { name: token.name, role: token.role, lanes: token.lanes, ...(token.cardsPerSecond !== undefined ? { cardsPerSecond: token.cardsPerSecond } : {}) };
+    const { digest: _digest, ...principal } = token;
+    request.principal = principal;
     request.log = request.log.child({ token: token.name });
     reply.log = request.log;
     const access = evaluateAccess(request.principal, { method: request.method, path });
     if (access.action === 'forbid') return refuse(reply, new ApiError(403, 'FORBIDDEN', access.reason));
     return undefined;
+  };
+}
+
+/**
+ * A config token past its `requestsPerSecond` in this process: 429 RATE_LIMITED with Retry-After,
+ * before the handler runs (a post's body is not read). Runs after auth, so it counts only requests
+ * a token made, and what a token may not reach was refused already.
+ */
+export function createRequestRateHook(limiter: RequestRateLimiter) {
+  return async function requestRateHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const taken = limiter.take(request.principal);
+    if (taken.ok) return undefined;
+    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1_000));
+    reply.header('retry-after', String(seconds));
+    request.log.warn({ event: 'request.rate_limited', retryAfterS: seconds }, 'token past its requestsPerSecond');
+    return refuse(reply, new ApiError(429, 'RATE_LIMITED', `token "${request.principal.name}" may make ${taken.perSecond} requests per second; ask again in ${seconds} s`));
   };
 }
 

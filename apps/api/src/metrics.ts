@@ -24,7 +24,7 @@ export function withoutBlankLines(text: string): string {
 }
 
 /** Prometheus metrics, computed from Redis at scrape time so every API replica reports the same. */
-export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; dropped(): number; gaps(): number }): Metrics {
+export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; dropped(): number; gaps(): number }, requests?: { readonly refused: number }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
   const jobs = new Gauge({ name: 'lanes_cards', help: 'Cards per lane and state', labelNames: ['lane', 'state'], registers: [registry] });
@@ -81,6 +81,16 @@ export function createMetrics(deps: LaneStatusDeps, sse?: { open(): number; drop
       registers: [registry],
       collect() {
         this.set(sse.gaps());
+      },
+    });
+  }
+  if (requests) {
+    new Gauge({
+      name: 'lanes_requests_rate_limited_total',
+      help: 'Requests this API process refused (429 RATE_LIMITED) to tokens past their requestsPerSecond since it started',
+      registers: [registry],
+      collect() {
+        this.set(requests.refused);
       },
     });
   }

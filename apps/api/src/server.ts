@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
 import { CardOutput, CardStore, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError, errorBody } from './api-error.js';
-import { createAuthHook, createEdgeHook } from './auth.js';
+import { createAuthHook, createEdgeHook, createRequestRateHook } from './auth.js';
+import { RequestRateLimiter } from './edge/request-rate.js';
 import { registerBoard } from './board.js';
 import { compileApiTokens } from './edge/api-tokens.js';
 import { CardRateLimiter } from './edge/card-rate.js';
@@ -157,6 +158,8 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
   app.addHook('onRequest', createEdgeHook({ open }));
   app.addHook('onRequest', createAuthHook(tokens));
+  const requestRate = new RequestRateLimiter(now);
+  app.addHook('onRequest', createRequestRateHook(requestRate));
   registerRequestTracing(app);
 
   const statusDeps = { queues, store, fleet, lanes };
@@ -173,7 +176,7 @@ export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   });
   laneRoutes(app, { ...statusDeps, redis });
   const events = eventRoutes(app, { redis, store, log: options.log, ...options.events });
-  const metrics = createMetrics(statusDeps, events);
+  const metrics = createMetrics(statusDeps, events, requestRate);
   statusPageRoutes(app);
   app.get('/metrics', async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.exposition());

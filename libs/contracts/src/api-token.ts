@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LaneNameSchema } from './card.js';
-import { MAX_TOKEN_CARDS_PER_S } from './defaults.js';
+import { MAX_TOKEN_CARDS_PER_S, MAX_TOKEN_REQUESTS_PER_S } from './defaults.js';
 
 /**
  * What a token may do. `read`: GET anything in its lanes. `write`: also enqueue, cancel and unblock
@@ -30,6 +30,8 @@ export const ApiTokenConfigSchema = z
     role: TokenRoleSchema,
     /** Cards per second the token may post (POST /v1/cards, retries), across every API process (one bucket in Redis); unset: DEFAULT_TOKEN_CARDS_PER_S. */
     cardsPerSecond: z.number().positive().max(MAX_TOKEN_CARDS_PER_S).optional(),
+    /** Requests per second the token may make of any kind, per API process; unset: DEFAULT_TOKEN_REQUESTS_PER_S. */
+    requestsPerSecond: z.number().positive().max(MAX_TOKEN_REQUESTS_PER_S).optional(),
   })
   .superRefine((token, ctx) => {
     if ((token.sha256 === undefined) === (token.fromEnv === undefined)) {

@@ -114,6 +114,18 @@ export const DEFAULT_MAX_OPEN_CARDS = 10_000;
 export const DEFAULT_TOKEN_CARDS_PER_S = 100;
 /** The largest `cardsPerSecond` a token may set. */
 export const MAX_TOKEN_CARDS_PER_S = 100_000;
+/**
+ * Requests a config token may make per second, of any kind (reads, streams opened, posts), per API
+ * process: each process guards its own CPU and Redis connection, which every board shares, so a
+ * board's runaway poll loop is refused there (429 RATE_LIMITED with Retry-After) before its handler
+ * runs. The bucket holds TOKEN_REQUEST_BURST_S seconds of the rate, so a board that was quiet may
+ * catch up at once. Admin tokens from LANES_API_TOKENS and open mode are not limited.
+ */
+export const DEFAULT_TOKEN_REQUESTS_PER_S = 100;
+/** The largest `requestsPerSecond` a token may set. */
+export const MAX_TOKEN_REQUESTS_PER_S = 100_000;
+/** Seconds of a token's request rate its bucket holds. */
+export const TOKEN_REQUEST_BURST_S = 10;
 /** The largest `maxOpenCards` a lane may set (~3.4 GiB of Redis at ~3.5 KiB a card). */
 export const MAX_OPEN_CARDS_LIMIT = 1_000_000;
 /**

@@ -33,6 +33,12 @@ describe('config tokens', () => {
     { name: 'an unknown role', token: { name: 't', fromEnv: 'X', lanes: '*', role: 'owner' }, path: 'tokens.0.role' },
     { name: 'a token value in the file', token: { name: 't', value: 'secret', fromEnv: 'X', lanes: '*', role: 'read' }, path: 'tokens.0' },
     { name: 'a name with a space', token: { name: 'my token', fromEnv: 'X', lanes: '*', role: 'read' }, path: 'tokens.0.name' },
+    { name: 'a request rate of 0', token: { name: 't', fromEnv: 'X', lanes: '*', role: 'read', requestsPerSecond: 0 }, path: 'tokens.0.requestsPerSecond' },
+    {
+      name: 'a request rate past its cap',
+      token: { name: 't', fromEnv: 'X', lanes: '*', role: 'read', requestsPerSecond: defaults.MAX_TOKEN_REQUESTS_PER_S + 1 },
+      path: 'tokens.0.requestsPerSecond',
+    },
   ])('refuses $name, naming $path', ({ token, path }) => {
     try {
       parseLanesConfig({ lanes, tokens: [token] });

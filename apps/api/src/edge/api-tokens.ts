@@ -29,7 +29,14 @@ export function compileApiTokens(admin: readonly string[], scoped: readonly ApiT
     if (!digest) return;
     const twin = tokens.find((other) => other.digest.equals(digest));
     if (twin) issues.push({ path: `tokens.${i}`, message: `has the same value as token "${twin.name}"` });
-    tokens.push({ name: t.name, role: t.role, lanes: t.lanes === '*' ? '*' : new Set(t.lanes), cardsPerSecond: t.cardsPerSecond ?? defaults.DEFAULT_TOKEN_CARDS_PER_S, digest });
+    tokens.push({
+      name: t.name,
+      role: t.role,
+      lanes: t.lanes === '*' ? '*' : new Set(t.lanes),
+      cardsPerSecond: t.cardsPerSecond ?? defaults.DEFAULT_TOKEN_CARDS_PER_S,
+      requestsPerSecond: t.requestsPerSecond ?? defaults.DEFAULT_TOKEN_REQUESTS_PER_S,
+      digest,
+    });
   });
   if (issues.length) throw new ConfigError(issues, 'API tokens');
   return tokens;

@@ -8,6 +8,8 @@ export interface Principal {
   readonly lanes: '*' | ReadonlySet<string>;
   /** Cards per second it may post (card-rate.ts); absent: not limited (the operator's admin tokens, open mode). */
   readonly cardsPerSecond?: number;
+  /** Requests per second it may make, per API process (request-rate.ts); absent: not limited. */
+  readonly requestsPerSecond?: number;
 }
 
 declare module 'fastify' {
