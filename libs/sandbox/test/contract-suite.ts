@@ -151,8 +151,10 @@ export function runSandboxContract(name: string, setup: () => Promise<ContractFi
       abort.abort();
       const result = await running;
       expect(result).toMatchObject({ cancelled: true, timedOut: false });
-      // yes dies on the SIGINT; its end reaches the host behind at most a window of paced output.
-      expect(Date.now() - abortedAtMs).toBeLessThan(graceMs + 2_000);
+      // yes dies on the SIGINT; its end reaches the host behind at most a window of paced output,
+      // which a box busy with the whole suite drains slower (2.3 s seen on Modal's local server):
+      // the bound is the command's 60 s deadline's tenth, far from what an unheard cancel would take.
+      expect(Date.now() - abortedAtMs).toBeLessThan(graceMs + 6_000);
       await expectHealthy(handle, id);
     });
 
