@@ -43,7 +43,8 @@ describe('a new sandbox’s first card', () => {
           () => undefined,
         );
       }
-      if (command.name === 'xadd' && command.args.some((a) => String(a).includes('"type":"sandbox.live"'))) log.push('sandbox.live sent');
+      // An event is appended by a script (lane-event-streams.ts): EVALSHA, or EVAL where Redis had not loaded it yet.
+      if (['evalsha', 'eval'].includes(command.name) && command.args.some((a) => String(a).includes('"type":"sandbox.live"'))) log.push('sandbox.live sent');
       // The card write script's target state follows the sha, the key count and the keys.
       if (command.name === 'evalsha' && command.args[2 + Number(command.args[1])] === 'running') log.push('move to running sent');
       return sendCommand.call(this, command, stream);

@@ -202,6 +202,47 @@ describe('EventFanout: the one reader per API process', () => {
     }
   });
 
+  it('a replay scoped to lanes that another lane’s burst trimmed past goes on from their own streams, told only of what they lost', async () => {
+    const { x } = await fanout();
+    await f.conn.del(keys.events(), keys.laneEventsSince(), keys.laneEvents('quiet'), keys.laneEvents('busy'), keys.laneEvents('loud'));
+    const log = new EventLog(f.conn);
+    const laneEvent = (lane: string, cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane, cardId });
+    const burst = async (lane: string, n: number) => {
+      const multi = f.conn.multi();
+      for (let i = 0; i < n; i++) log.appendTo(multi, laneEvent(lane, `${lane}-${i}`));
+      await multi.exec();
+    };
+    await log.append(laneEvent('quiet', 'quiet-0'));
+    await burst('busy', 20);
+    const resumeAt = await new EventLog(f.conn).tailId();
+    await log.append(laneEvent('quiet', 'quiet-1'));
+    await burst('busy', 20);
+    await burst('loud', 300);
+    await log.append(laneEvent('quiet', 'quiet-2'));
+    // The shared stream keeps its newest 100 (as MAXLEN does past EVENT_STREAM_MAX_LEN): loud's burst passed quiet-1 and busy's.
+    await f.conn.xtrim(keys.events(), 'MAXLEN', 100);
+    const quiet = new RecordingSink();
+    await x.attach(quiet, resumeAt, new Set(['quiet']));
+    expect(quiet.gaps).toEqual([]);
+    expect(quiet.cards.filter((c) => c.startsWith('quiet'))).toEqual(['quiet-1', 'quiet-2']);
+    // A lane whose own stream trimmed past the resume point is told of its own gap.
+    await f.conn.xtrim(keys.laneEvents('busy'), 'MAXLEN', 5);
+    const busyHeld = ((await f.conn.xrange(keys.laneEvents('busy'), '-', '+')) as Array<[string, string[]]>).map(([id]) => id);
+    const busy = new RecordingSink();
+    await x.attach(busy, resumeAt, new Set(['busy', 'quiet']));
+    expect(busy.gaps).toEqual([{ after: resumeAt, oldest: busyHeld[0] }]);
+    expect(busy.cards.filter((c) => c.startsWith('busy'))).toEqual(['busy-15', 'busy-16', 'busy-17', 'busy-18', 'busy-19']);
+    // Unscoped, or from before the lane streams began, the shared stream's gap stands.
+    const everyLane = new RecordingSink();
+    await x.attach(everyLane, resumeAt);
+    const oldest = ((await f.conn.xrange(keys.events(), '-', '+', 'COUNT', 1)) as Array<[string, string[]]>)[0]![0];
+    expect(everyLane.gaps).toEqual([{ after: resumeAt, oldest }]);
+    await f.conn.set(keys.laneEventsSince(), oldest);
+    const beforeMark = new RecordingSink();
+    await x.attach(beforeMark, resumeAt, new Set(['quiet']));
+    expect(beforeMark.gaps).toEqual([{ after: resumeAt, oldest }]);
+  });
+
   it('forgets a sink that closed, at the next delivery', async () => {
     const { x } = await fanout();
     const gone = new RecordingSink();

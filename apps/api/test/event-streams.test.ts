@@ -77,8 +77,8 @@ describe('GET /v1/events: one Redis reader per process, caps, slow consumers', (
 
   /** Appends `count` events in one round trip. */
   async function publish(lane: string, from: number, count: number, pad = ''): Promise<void> {
-    const multi = f.conn.multi();
     const log = new EventLog(f.conn);
+    const multi = f.conn.multi();
     for (let i = 0; i < count; i++) log.appendTo(multi, event(lane, from + i, pad));
     await multi.exec();
   }
@@ -279,6 +279,26 @@ describe('GET /v1/events: one Redis reader per process, caps, slow consumers', (
     expect(a.eventIds()).toEqual(idsA);
     // The last frame read moved board B's resume point past what it may not see, but sent it nothing.
     expect(b.eventIds()).toEqual([]);
+  });
+
+  it('a lane token resumes past another lane’s burst that trimmed the shared stream, with no gap: its lane’s own stream holds it', async () => {
+    const SCOPED = 'sse-token-lane-a-only';
+    const api = await startApi({ scopedTokens: [{ name: 'board-a', fromEnv: 'BOARD_A', lanes: ['sse-a'], role: 'read' }], tokenEnv: { BOARD_A: SCOPED }, tokens: [TOKEN_A] });
+    await publish('sse-a', 0, 1);
+    const [[resumeAt = '0-0'] = []] = (await f.conn.xrevrange('lanes-store:events', '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+    await publish('sse-a', 1, 2);
+    await publish('sse-b', 3, 300);
+    // As MAXLEN does past EVENT_STREAM_MAX_LEN: the shared stream keeps its newest 100, all of sse-b.
+    await f.conn.xtrim('lanes-store:events', 'MAXLEN', 100);
+    const laneA = ((await f.conn.xrange('lanes-store:lane:sse-a:events', `(${resumeAt}`, '+')) as Array<[string, string[]]>).map(([id]) => id);
+    expect(laneA).toHaveLength(2);
+    const board = await open(api, '/v1/events', { ...bearer(SCOPED), 'last-event-id': resumeAt });
+    await waitFor("board A's two events", () => board.eventIds().length === 2);
+    expect(board.eventIds()).toEqual(laneA);
+    expect(board.text).not.toContain('event: gap');
+    // The operator's admin token, over every lane, is told of the gap in the shared stream.
+    const admin = await open(api, '/v1/events', { ...bearer(TOKEN_A), 'last-event-id': resumeAt });
+    await waitFor('the admin stream’s gap', () => admin.text.includes('event: gap'));
   });
 
   it('ends every stream with its resume id on close, and its Redis reader with it', async () => {

@@ -49,7 +49,7 @@ export type LaneEvent = z.infer<typeof LaneEventSchema>;
 
 /**
  * `event: gap` on `/v1/events`: a resumed stream's events after `after` may have been trimmed from
- * Redis before it could replay them (the stream keeps about 10,000 events, every lane's together);
+ * Redis before it could replay them (the shared stream, or for a stream scoped to some lanes their own, keeps about 10,000 events);
  * the replay goes on from `oldest`, the oldest event still held. A board that needs every event
  * re-reads its cards (`GET /v1/cards`) instead.
  */

@@ -6,6 +6,7 @@ import type { CardWriter, RenderedMove } from './card-move.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
 import { endedJobDataFor } from './ended-job-data.js';
 import { EVENT_STREAM_MAX_LEN } from './event-log.js';
+import { APPEND_EVENT_LUA } from './lane-event-streams.js';
 import { KEY_PARK_FIELDS } from './key-limit-script.js';
 import { QUEUE_PREFIX, cardIndexPrefix, keys, queueName } from './names.js';
 import { defineScriptsOnce } from './redis-scripts.js';
@@ -33,7 +34,8 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  *       job, 6 crash-suspect run tokens, 7 fenced run tokens, 8 callback stream, 9 BullMQ's hash
  *       of the card's job, 10 its log list, 11 the lane's BullMQ active list, 12 its stalled set,
  *       13 the card's output stream (job-log-append.ts), 14 the card JSON bytes of the lane's open
- *       cards (keys.openBytes: a move that ends the card takes its bytes off, a retry puts them back)
+ *       cards (keys.openBytes: a move that ends the card takes its bytes off, a retry puts them back),
+ *       15 the lane's event stream and 16 the lanes-since mark (lane-event-streams.ts)
  * ARGV: 1 target state, 2 legal sources (comma-separated), 3 writer (run | board | board-if-run),
  *       4 token, 5 fields to set (JSON object of strings), 6 fields to delete (JSON array),
  *       7 history entry (JSON), 8 event (JSON), 9 the move's time (epoch ms: the listing score),
@@ -99,7 +101,7 @@ export const CANCEL_REASON_FIELD = 'cancelReason';
  * Moving into `running` over another run's token is a takeover; the old token becomes a crash
  * suspect unless its worker already said it fenced itself (see `lanesCardFenced`).
  */
-const WRITE_LUA = `${WRITE_JOB_LUA}
+const WRITE_LUA = `${WRITE_JOB_LUA}${APPEND_EVENT_LUA}
 local to = ARGV[1]
 local function terminal(s) return s == 'done' or s == 'failed' or s == 'cancelled' end
 local function stateIndex(s) if s == 'blocked' then return KEYS[3] end return ARGV[16] .. s end
@@ -175,7 +177,7 @@ local function apply(from)
     redis.call('LPUSH', KEYS[2], first)
     redis.call('HINCRBY', KEYS[1], 'historyDropped', len - cap)
   end
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[8])
+  appendEvent(KEYS[4], KEYS[15], KEYS[16], ARGV[10], ARGV[8])
   if ARGV[12] == '1' then
     local cb = redis.call('HGET', KEYS[1], 'callback')
     if not cb then
@@ -309,7 +311,7 @@ return state
 `;
 
 const SCRIPTS = {
-  lanesCardWrite: { numberOfKeys: 14, lua: WRITE_LUA },
+  lanesCardWrite: { numberOfKeys: 16, lua: WRITE_LUA },
   lanesCardFenced: { numberOfKeys: 3, lua: FENCED_LUA },
   lanesCardCancel: { numberOfKeys: 1, lua: CANCEL_LUA },
 };
@@ -379,6 +381,8 @@ export function writeScriptArgs(input: WriteScriptInput): Array<string | number>
     keys.jobStalled(card.lane),
     keys.cardOutput(card.id),
     keys.openBytes(card.lane),
+    keys.laneEvents(card.lane),
+    keys.laneEventsSince(),
     input.to,
     input.sources.join(','),
     writer.kind,

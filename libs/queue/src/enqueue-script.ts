@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CardStateSchema, SUPERSEDE_LATEST_TTL_MS, type Card } from '@lanes/contracts';
 import { QUEUE_PREFIX, STORE_PREFIX, keys } from './names.js';
 import { WRITE_JOB_LUA } from './bullmq-job-layout.js';
+import { APPEND_EVENT_LUA } from './lane-event-streams.js';
 import type { OpenBounds } from './open-cards.js';
 import { defineScriptsOnce } from './redis-scripts.js';
 
@@ -48,7 +49,8 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * so a full Redis refuses the whole script with nothing written (OOM); in the MULTI the adds are
  * refused the same way. Nothing of an enqueue is half-written.
  *
- * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream.
+ * lanesEnqueue KEYS: 1 event stream, 2 guard set, 3 callback stream, 4 the lanes-since mark (each
+ *   card.queued event goes to its lane's stream too, keys.laneEvents: lane-event-streams.ts).
  * ARGV: 1 event stream max length, 2 time (ISO), 3 history entry (JSON), 4 our key prefix, 5 BullMQ's
  *   key prefix, 6 the batch: per card `id TAB lane TAB callback flag TAB priority TAB job options TAB
  *   concurrency key TAB supersede key TAB card JSON NEWLINE`, where the job options (JSON) are ''
@@ -72,7 +74,7 @@ import { defineScriptsOnce } from './redis-scripts.js';
  * '' (or the lane that owes them); or 'full', the lane, its
  * open cards (or their bytes), the new ones (or their bytes) the batch would add, and 'cards' (or 'bytes').
  */
-const ENQUEUE_LUA = `${WRITE_JOB_LUA}
+const ENQUEUE_LUA = `${WRITE_JOB_LUA}${APPEND_EVENT_LUA}
 local sp, qp, at = ARGV[4], ARGV[5], ARGV[2]
 local inMulti = ARGV[7] == 'enqueue'
 local batch = ARGV[6]
@@ -207,7 +209,7 @@ for i = 1, n do
     local blocked = sp .. ':lane:' .. lane .. ':blocked'
     if hasBlocked[lane] == nil then hasBlocked[lane] = redis.call('EXISTS', blocked) == 1 end
     if hasBlocked[lane] then redis.call('ZREM', blocked, id) end
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e',
+    appendEvent(KEYS[1], sp .. ':lane:' .. lane .. ':events', KEYS[4], ARGV[1],
       '{"type":"card.queued","at":"' .. at .. '","lane":"' .. lane .. '","cardId":"' .. id .. '"}')
     if here then writeJob(qp, lane, id, jsons[i], jobOpts[i], prios[i], ARGV[8]) end
     if sups[i] ~= '' then
@@ -302,10 +304,11 @@ export function enqueueArgs(
   }
   const entry = JSON.stringify({ at, state: 'queued', attempt: 0, message: 'enqueued' });
   return [
-    3,
+    4,
     keys.events(),
     keys.enqueueGuards(),
     keys.callbacks(),
+    keys.laneEventsSince(),
     eventStreamMaxLen,
     at,
     entry,

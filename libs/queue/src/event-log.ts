@@ -1,6 +1,19 @@
-import type { Redis } from 'ioredis';
-import { LaneEventSchema, defaults, type LaneEvent } from '@lanes/contracts';
+import type { Redis, Result } from 'ioredis';
+import { LaneEventSchema, compareStreamIds, defaults, type LaneEvent } from '@lanes/contracts';
+import { APPEND_EVENT_LUA } from './lane-event-streams.js';
 import { keys } from './names.js';
+import { defineScriptsOnce } from './redis-scripts.js';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    lanesAppendEvent(...args: Array<string | number>): Result<string, Context>;
+  }
+}
+
+/** KEYS: 1 the shared stream, 2 the lane's, 3 the lanes-since mark. ARGV: 1 max length, 2 the event (JSON). */
+const SCRIPTS = {
+  lanesAppendEvent: { numberOfKeys: 3, lua: `${APPEND_EVENT_LUA}\nreturn appendEvent(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])` },
+};
 
 /** Bounded so the stream cannot grow without limit; ~ lets Redis trim cheaply. */
 export const EVENT_STREAM_MAX_LEN = defaults.EVENT_STREAM_MAX_LEN;
@@ -35,20 +48,30 @@ export interface WindowedPage extends EventPage {
   window: ReplayWindow;
 }
 
+/** A page of some lanes' own streams, with each lane's window, and the id from which those streams hold every event (undefined: none yet). */
+export interface LanePage extends EventPage {
+  windows: ReadonlyMap<string, ReplayWindow>;
+  since: string | undefined;
+}
+
 type StreamEntries = Array<[string, string[]]>;
 const pageOf = (entries: StreamEntries): EventPage => ({ events: decodeEntries(entries), lastId: entries.at(-1)?.[0] });
 
 /** Card and sandbox events in a Redis stream, for `/v1/events` and for operators. */
 export class EventLog {
-  constructor(private readonly redis: Redis) {}
-
-  /** Adds the XADD to a pipeline, so events commit with the state they describe. */
-  appendTo(pipeline: ReturnType<Redis['multi']>, event: LaneEvent): void {
-    pipeline.xadd(keys.events(), 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', JSON.stringify(event));
+  constructor(private readonly redis: Redis) {
+    // Here, not at the first append: a pipeline has only the commands defined before it was made.
+    defineScriptsOnce(redis, SCRIPTS);
   }
 
+  /** Adds the append to a pipeline (made after this log), so events commit with the state they describe. */
+  appendTo(pipeline: ReturnType<Redis['multi']>, event: LaneEvent): void {
+    pipeline.lanesAppendEvent(...appendArgs(event));
+  }
+
+  /** Appends to the shared stream and the lane's (lane-event-streams.ts). */
   async append(event: LaneEvent): Promise<void> {
-    await this.redis.xadd(keys.events(), 'MAXLEN', '~', EVENT_STREAM_MAX_LEN, '*', 'e', JSON.stringify(event));
+    await this.redis.lanesAppendEvent(...appendArgs(event));
   }
 
   /** Events after `afterId` ('$' for only new ones), waiting up to `blockMs` for the first. Needs its own connection when blocking. */
@@ -85,6 +108,32 @@ export class EventLog {
       (await this.redis.multi().exists(keys.events()).call('XINFO', 'STREAM', keys.events()).xrange(keys.events(), `(${afterId}`, toId, 'COUNT', count).exec()) ?? [];
     if (range?.[0]) throw range[0];
     return { ...pageOf(range?.[1] as StreamEntries), window: windowFrom(exists, info) };
+  }
+
+  /**
+   * As `range`, from the lanes' own streams merged by id (lane-event-streams.ts): up to `count`
+   * entries of theirs after `afterId` up to `toId`, with each lane's window and the mark from which
+   * the lane streams hold every event, read in one MULTI.
+   */
+  async laneRange(lanes: readonly string[], afterId: string, toId: string, count: number): Promise<LanePage> {
+    const multi = this.redis.multi().get(keys.laneEventsSince());
+    for (const lane of lanes) {
+      const key = keys.laneEvents(lane);
+      multi.exists(key).call('XINFO', 'STREAM', key).xrange(key, `(${afterId}`, toId, 'COUNT', count);
+    }
+    const replies = (await multi.exec()) ?? [];
+    const windows = new Map<string, ReplayWindow>();
+    const entries: StreamEntries = [];
+    lanes.forEach((lane, i) => {
+      const [exists, info, range] = replies.slice(1 + 3 * i, 4 + 3 * i);
+      if (range?.[0]) throw range[0];
+      windows.set(lane, windowFrom(exists, info));
+      entries.push(...((range?.[1] ?? []) as StreamEntries));
+    });
+    // The `count` oldest of all: whatever a lane's page left out is newer than all of its page.
+    entries.sort(([a], [b]) => compareStreamIds(a, b));
+    const since = replies[0]?.[1];
+    return { ...pageOf(entries.slice(0, count)), windows, since: typeof since === 'string' ? since : undefined };
   }
 
   /** The id of the newest entry, or `0-0` when the stream is empty: reading after it yields only new events. */
@@ -154,4 +203,9 @@ function decodeEntries(entries: StreamEntries, types?: ReadonlySet<string>): Sto
     if (parsed.success) out.push({ ...parsed.data, id });
   }
   return out;
+}
+
+/** `lanesAppendEvent`'s arguments for one event. */
+function appendArgs(event: LaneEvent): Array<string | number> {
+  return [keys.events(), keys.laneEvents(event.lane), keys.laneEventsSince(), EVENT_STREAM_MAX_LEN, JSON.stringify(event)];
 }

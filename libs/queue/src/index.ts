@@ -3,7 +3,7 @@ export { createRedis, redactRedisUrl } from './connection.js';
 export { CALLBACK_EVENT_TYPES, isCallbackEvent } from './callback-events.js';
 export { ackCallbacks, callbackBacklog, callbacksOwed } from './callback-stream.js';
 export { EventWindow } from './event-window.js';
-export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type LatestPage, type ReplayWindow, type StoredEvent, type WindowedPage } from './event-log.js';
+export { EventLog, EVENT_STREAM_MAX_LEN, type EventPage, type LanePage, type LatestPage, type ReplayWindow, type StoredEvent, type WindowedPage } from './event-log.js';
 export { CardStore, type CardStoreDeps, type CreateOutcome, type TransitionResult, type RetryResult } from './card-store.js';
 export { CardList, CARD_LIST_STALE_SKIP_MAX, indexSourcesFor, type CardListDeps, type CardListRequest, type CardListResult } from './card-list.js';
 export { decodeCardCursor, encodeCardCursor, filterFingerprint, type CardListCursor, type CardListFilter, type CardListPosition } from './card-cursor.js';

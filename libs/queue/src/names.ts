@@ -88,6 +88,13 @@ export const keys = {
   /** Hash: worker id → the supervisor's liveness verdict, with a TTL. */
   liveness: () => `${STORE_PREFIX}:liveness`,
   events: () => `${STORE_PREFIX}:events`,
+  /**
+   * One lane's events, under the same ids as in `events` (lane-event-streams.ts): a board's replay
+   * window that other boards' bursts do not move.
+   */
+  laneEvents: (lane: string) => `${STORE_PREFIX}:lane:${lane}:events`,
+  /** The id of the first event written to the lane streams as well: from it on, they hold every event (lane-event-streams.ts). */
+  laneEventsSince: () => `${STORE_PREFIX}:events:lanes-since`,
   /** The events a board is to hear about, of cards that have a callbackUrl: what the callback dispatcher reads. */
   callbacks: () => `${STORE_PREFIX}:callbacks`,
   /**

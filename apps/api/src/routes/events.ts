@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { LaneNameSchema, StreamIdSchema } from '@lanes/contracts';
 import { ApiError, notFound } from '../api-error.js';
-import { inScope as principalInScope } from '../edge/principal.js';
+import { inScope as principalInScope, type Principal } from '../edge/principal.js';
 import { CardOutput, type CardStore } from '@lanes/queue';
 import { EventFanout } from '../sse/event-fanout.js';
 import { parseResumeRequest } from '../sse/resume-request.js';
@@ -118,7 +118,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
     if (!stream.isOpen) throw new ApiError(503, 'SERVER_CLOSING', 'the server is closing; reconnect shortly');
     reply.hijack();
     try {
-      await fanout.attach(stream, since);
+      await fanout.attach(stream, since, replayLanes(request.principal, lane, deps.laneFilter !== undefined));
     } catch (err) {
       request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sse.catch_up_failed');
       stream.end('redis-unavailable');
@@ -151,4 +151,15 @@ export function eventRoutes(app: FastifyInstance, deps: EventRoutesDeps): EventS
   });
 
   return { open: () => tally.total, dropped: () => dropped, gaps: () => fanout.gapsTold + outputFanout.gapsTold };
+}
+
+/**
+ * The lanes whose own event streams a replay may fall back to (event-fanout.ts): the one asked
+ * for, else the token's, when they are a known few. Every lane (an admin unfiltered), or a custom
+ * lane filter the set cannot name, replays from the shared stream alone.
+ */
+export function replayLanes(principal: Principal, lane: string | undefined, customFilter: boolean): ReadonlySet<string> | undefined {
+  if (customFilter) return undefined;
+  if (lane !== undefined) return new Set([lane]);
+  return principal.lanes === '*' ? undefined : principal.lanes;
 }

@@ -2,8 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { IllegalStateError, compareStreamIds, type EventGap } from '@lanes/contracts';
-import { EventLog, type ReplayWindow } from '@lanes/queue';
-import { resumeGap } from './resume-gap.js';
+import { EventLog, type EventPage, type ReplayWindow } from '@lanes/queue';
+import { laneResume, resumeGap } from './resume-gap.js';
 import { toSseEvent, type SseEvent } from './sse-event.js';
 
 /** Each blocking read waits at most this long, so a half-open connection is noticed. */
@@ -87,7 +87,7 @@ export class EventFanout {
    * Feeds `sink` every event after `afterId` (undefined: from now on): first the catch-up from Redis,
    * then the live events. Resolves once the sink is live or has ended; throws when Redis cannot be read.
    */
-  async attach(sink: FanoutSink, afterId?: string): Promise<void> {
+  async attach(sink: FanoutSink, afterId?: string, lanes?: ReadonlySet<string>): Promise<void> {
     await this.start();
     let cursor = afterId ?? this.lastId;
     sink.begin(cursor);
@@ -99,10 +99,9 @@ export class EventFanout {
         return;
       }
       const target = this.lastId;
-      const page = await this.shared.range(cursor, target, CATCH_UP_PAGE_EVENTS);
+      const page = await this.catchUpPage(sink, cursor, target, lanes);
       if (!sink.isOpen) return;
-      // Checked at every page: a client that reads slowly can be overtaken by the trim mid-replay.
-      this.tellGap(sink, cursor, page.window);
+      if (page.gap) this.tellGap(sink, page.gap);
       // An empty page means nothing is left up to the target (trimmed, or entries that did not decode).
       cursor = page.lastId ?? target;
       // Paced by the client: one event at a time while its socket takes them, so catch-up never overflows it.
@@ -112,6 +111,22 @@ export class EventFanout {
         if (sink.needsDrain) await sink.drained();
       }
     }
+  }
+
+  /**
+   * One page of a replay, with what it lost to the trim. Checked at every page: a client that reads
+   * slowly can be overtaken by the trim mid-replay. A replay scoped to `lanes` that the shared
+   * stream's trim passed reads their own streams instead, where they vouch for it (laneResume).
+   */
+  private async catchUpPage(sink: FanoutSink, cursor: string, target: string, lanes: ReadonlySet<string> | undefined): Promise<EventPage & { gap?: EventGap }> {
+    const told = this.toldBefore.get(sink);
+    const page = await this.shared.range(cursor, target, CATCH_UP_PAGE_EVENTS);
+    const gap = resumeGap(cursor, page.window, told);
+    if (!gap || !lanes?.size || !sink.isOpen) return gap ? { ...page, gap } : page;
+    const own = await this.shared.laneRange([...lanes], cursor, target, CATCH_UP_PAGE_EVENTS);
+    const resume = laneResume(cursor, own, told);
+    if (resume.use === 'shared') return { ...page, gap };
+    return resume.gap ? { ...own, gap: resume.gap } : own;
   }
 
   detach(sink: FanoutSink): void {
@@ -171,12 +186,13 @@ export class EventFanout {
 
   /** Each live sink whose point in the stream the trim passed is told before the next batch. */
   private tellGaps(window: ReplayWindow): void {
-    for (const [sink, seenUpTo] of this.sinks) this.tellGap(sink, seenUpTo ?? this.lastId, window);
+    for (const [sink, seenUpTo] of this.sinks) {
+      const gap = resumeGap(seenUpTo ?? this.lastId, window, this.toldBefore.get(sink));
+      if (gap) this.tellGap(sink, gap);
+    }
   }
 
-  private tellGap(sink: FanoutSink, cursor: string, window: ReplayWindow): void {
-    const gap = resumeGap(cursor, window, this.toldBefore.get(sink));
-    if (!gap) return;
+  private tellGap(sink: FanoutSink, gap: EventGap): void {
     this.toldBefore.set(sink, gap.oldest);
     this.gaps++;
     this.options.log.warn({ after: gap.after, oldest: gap.oldest }, 'sse.gap');
