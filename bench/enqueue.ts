@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { CardSchema, LaneConfigSchema } from '@lanes/contracts';
+import { CardSchema, LaneConfigSchema, defaults } from '@lanes/contracts';
 import { QUEUE_PREFIX, jobOptions } from '@lanes/queue';
 import { startRedis, startTestStack } from '../test/harness/index.js';
 import { startBareHttp } from './support/bare-http.js';
@@ -75,7 +75,8 @@ function remote(task: ClientTask): Promise<number> {
   });
 }
 try {
-  const t = await startTestStack(redis.url, [{ name: LANE, slots: 1, agent: ['true'] }], {
+  // The lane's open-card bound at its most: every posted card stays queued (no worker), and the run posts tens of thousands.
+  const t = await startTestStack(redis.url, [{ name: LANE, slots: 1, agent: ['true'], maxOpenCards: defaults.MAX_OPEN_CARDS_LIMIT }], {
     sandboxDir: join(dir, 'stack'),
     parts: { api: true, worker: false, supervisor: false },
   });
