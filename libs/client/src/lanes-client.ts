@@ -44,6 +44,7 @@ export interface EventsOptions {
   since?: string;
   /** Ends the iteration. Breaking out of the loop does too. */
   signal?: AbortSignal;
+  /** Between reconnects; a refusal with Retry-After (429 RATE_LIMITED) waits that long at least. */
   reconnectDelayMs?: number;
   /** Told each time the stream is open, with the id it resumes after (none on a first open from now). */
   onOpen?: (resumedAfter: string | undefined) => void;
@@ -197,6 +198,7 @@ export class LanesClient {
   private async *frames(path: string, after: string | undefined, endedMessage: string, options: OutputOptions): AsyncGenerator<SseFrame, void, undefined> {
     let lastId = after;
     while (!options.signal?.aborted) {
+      let waitMs = options.reconnectDelayMs ?? EVENTS_RECONNECT_DELAY_MS;
       try {
         const res = await this.send('GET', path, undefined, { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, options.signal);
         if (!res.ok) throw await toApiError(res);
@@ -218,10 +220,12 @@ export class LanesClient {
       } catch (err) {
         if (options.signal?.aborted) return;
         if (err instanceof LanesApiError && err.retry === 'permanent') throw err;
+        // A token past its rate is told when to ask again: sooner only spends what it is short of.
+        if (err instanceof LanesApiError && err.retryAfterMs !== undefined) waitMs = Math.max(waitMs, err.retryAfterMs);
         options.onReconnect?.(err);
       }
       try {
-        await sleep(options.reconnectDelayMs ?? EVENTS_RECONNECT_DELAY_MS, undefined, options.signal ? { signal: options.signal } : {});
+        await sleep(waitMs, undefined, options.signal ? { signal: options.signal } : {});
       } catch {
         return; // aborted while waiting
       }

@@ -211,4 +211,52 @@ describe('@lanes/client against a real stack', () => {
       conn.disconnect();
     }
   });
+
+  it('a stream refused for its token’s request rate asks again no sooner than Retry-After says', async () => {
+    const SLOW = 'client-test-slow-poller';
+    const api = await startStack({
+      redisUrl: redis.url,
+      lanes: t.lanes,
+      log: testLog(),
+      providerFor: () => {
+        throw new Error('api only');
+      },
+      providers: [],
+      port: await freePort(),
+      tokens: [TOKEN],
+      scopedTokens: [{ name: 'slow-poller', fromEnv: 'SLOW_POLLER', lanes: ['sdk'], role: 'read', requestsPerSecond: 0.5 }],
+      tokenEnv: { SLOW_POLLER: SLOW },
+      parts: { api: true, worker: false, supervisor: false },
+    });
+    const controller = new AbortController();
+    try {
+      const slow = new LanesClient({ url: api.url!, token: SLOW });
+      // Its bucket (5 requests at 0.5 a second) spent: the next ask is refused for 2 s.
+      for (let i = 0; i < 5; i++) await slow.lanes();
+      const refusals: Array<{ atMs: number; retryAfterMs: number | undefined }> = [];
+      let openedAtMs: number | undefined;
+      const following = (async () => {
+        for await (const _ of slow.events({
+          signal: controller.signal,
+          reconnectDelayMs: 10,
+          onOpen: () => (openedAtMs = Date.now()),
+          onReconnect: (err) => {
+            if (err instanceof LanesApiError) refusals.push({ atMs: Date.now(), retryAfterMs: err.retryAfterMs });
+          },
+        }))
+          break;
+      })();
+      await waitFor('the stream to open once its bucket refilled', () => openedAtMs !== undefined);
+      expect(refusals.length).toBeGreaterThanOrEqual(1);
+      expect(refusals[0]!.retryAfterMs).toBe(2_000);
+      // Asked again only after the wait it was told, though its own reconnect delay is 10 ms.
+      // (Less 20 ms: a timer may fire a millisecond before Date.now() says it is due.)
+      for (const [i, r] of refusals.entries()) expect((refusals[i + 1]?.atMs ?? openedAtMs!) - r.atMs).toBeGreaterThanOrEqual(r.retryAfterMs! - 20);
+      controller.abort();
+      await following;
+    } finally {
+      controller.abort();
+      await api.stop();
+    }
+  });
 });
