@@ -32,6 +32,11 @@ class RecordingSink {
   drained(): Promise<void> {
     return Promise.resolve();
   }
+  ended: string | undefined;
+  end(reason: 'redis-unavailable'): void {
+    this.ended = reason;
+    this.isOpen = false;
+  }
 }
 
 /** A pino logger whose lines land in `lines`, parsed. */
@@ -46,7 +51,8 @@ function recordingLog() {
   return { log: pino({ level: 'info' }, sink), lines };
 }
 
-const event = (cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane: 'fan', cardId });
+const laneEvent = (lane: string, cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane, cardId });
+const event = (cardId: string): LaneEvent => laneEvent('fan', cardId);
 
 describe('EventFanout: the one reader per API process', () => {
   const f = useRedis();
@@ -206,7 +212,6 @@ describe('EventFanout: the one reader per API process', () => {
     const { x } = await fanout();
     await f.conn.del(keys.events(), keys.laneEventsSince(), keys.laneEvents('quiet'), keys.laneEvents('busy'), keys.laneEvents('loud'));
     const log = new EventLog(f.conn);
-    const laneEvent = (lane: string, cardId: string): LaneEvent => ({ type: 'card.queued', at: new Date().toISOString(), lane, cardId });
     const burst = async (lane: string, n: number) => {
       const multi = f.conn.multi();
       for (let i = 0; i < n; i++) log.appendTo(multi, laneEvent(lane, `${lane}-${i}`));
@@ -241,6 +246,71 @@ describe('EventFanout: the one reader per API process', () => {
     const beforeMark = new RecordingSink();
     await x.attach(beforeMark, resumeAt, new Set(['quiet']));
     expect(beforeMark.gaps).toEqual([{ after: resumeAt, oldest }]);
+  });
+
+  it('a live reader another lane’s burst overtook replays a scoped stream from its lanes’ own streams: no gap, nothing lost; an unscoped one is told', async () => {
+    const relay = await holdingRelay(f.redis.url);
+    try {
+      await f.conn.del(keys.events(), keys.laneEventsSince(), keys.laneEvents('quiet'), keys.laneEvents('loud'));
+      const log = new EventLog(f.conn);
+      await log.append(laneEvent('quiet', 'quiet-0'));
+      const { x } = await fanout(200, relay.url);
+      const quiet = new RecordingSink();
+      const everyLane = new RecordingSink();
+      await x.attach(quiet, undefined, new Set(['quiet']));
+      await x.attach(everyLane);
+      await waitFor('the reader connected', () => relay.connections() === 2, { timeoutMs: 5_000 });
+      relay.hold(1);
+      // While the reader reads nothing: a quiet event, a loud burst past the shared window, another quiet one.
+      const burst = f.conn.multi();
+      log.appendTo(burst, laneEvent('quiet', 'quiet-1'));
+      for (let i = 0; i < 300; i++) log.appendTo(burst, laneEvent('loud', `loud-${i}`));
+      log.appendTo(burst, laneEvent('quiet', 'quiet-2'));
+      burst.xtrim(keys.events(), 'MAXLEN', 100);
+      await burst.exec();
+      relay.release(1);
+      await waitFor('both quiet events', () => quiet.cards.includes('quiet-2'), { timeoutMs: 5_000 });
+      expect(quiet.gaps).toEqual([]);
+      expect(quiet.cards).toEqual(['quiet-1', 'quiet-2']);
+      await waitFor('the unscoped stream’s last event', () => everyLane.cards.includes('quiet-2'), { timeoutMs: 5_000 });
+      expect(everyLane.gaps).toHaveLength(1);
+      expect(everyLane.cards).not.toContain('quiet-1');
+      // Rejoined: the next event reaches it live.
+      await log.append(laneEvent('quiet', 'quiet-3'));
+      await waitFor('quiet-3 live', () => quiet.cards.includes('quiet-3'), { timeoutMs: 5_000 });
+      expect(quiet.cards).toEqual(['quiet-1', 'quiet-2', 'quiet-3']);
+      expect(x.liveSinks).toBe(2);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('a scoped stream whose replay after an overtaken reader Redis cannot serve is ended with its resume id, not left without events', async () => {
+    const relay = await holdingRelay(f.redis.url);
+    try {
+      await f.conn.del(keys.events(), keys.laneEventsSince(), keys.laneEvents('quiet'));
+      const log = new EventLog(f.conn);
+      await log.append(laneEvent('quiet', 'quiet-0'));
+      const { x, lines } = await fanout(200, relay.url);
+      const quiet = new RecordingSink();
+      await x.attach(quiet, undefined, new Set(['quiet']));
+      await waitFor('the reader connected', () => relay.connections() === 2, { timeoutMs: 5_000 });
+      relay.hold(1);
+      const burst = f.conn.multi();
+      for (let i = 0; i < 300; i++) log.appendTo(burst, laneEvent('loud', `loud-${i}`));
+      burst.xtrim(keys.events(), 'MAXLEN', 100);
+      await burst.exec();
+      // The lane's own stream unreadable (a key of another type): its replay fails.
+      await f.conn.set(keys.laneEvents('quiet'), 'not a stream');
+      relay.release(1);
+      await waitFor('the stream ended', () => quiet.ended !== undefined, { timeoutMs: 5_000 });
+      expect(quiet.ended).toBe('redis-unavailable');
+      expect(lines.some((l) => l.msg === 'sse.replay_failed')).toBe(true);
+      expect(x.liveSinks).toBe(0);
+    } finally {
+      await f.conn.del(keys.laneEvents('quiet'));
+      relay.close();
+    }
   });
 
   it('forgets a sink that closed, at the next delivery', async () => {

@@ -29,6 +29,8 @@ export interface FanoutSink {
   readonly needsDrain: boolean;
   /** Resolves once the stream's socket has flushed, or the stream has ended. */
   drained(): Promise<void>;
+  /** Ends the stream with its resume id, so the client reconnects from it (a replay Redis could not serve). */
+  end?(reason: 'redis-unavailable'): void;
 }
 
 export interface EventFanoutOptions {
@@ -64,6 +66,8 @@ export class EventFanout {
   private gaps = 0;
   /** The `oldest` of the last gap each sink was told, so the catch-up and the live reader never tell one hole twice. */
   private readonly toldBefore = new WeakMap<FanoutSink, string>();
+  /** The lanes a sink was attached for: their own streams can replay what the shared stream's trim took from it. */
+  private readonly sinkLanes = new WeakMap<FanoutSink, ReadonlySet<string>>();
 
   constructor(private readonly options: EventFanoutOptions) {
     this.shared = new EventLog(options.redis);
@@ -90,6 +94,7 @@ export class EventFanout {
   async attach(sink: FanoutSink, afterId?: string, lanes?: ReadonlySet<string>): Promise<void> {
     await this.start();
     let cursor = afterId ?? this.lastId;
+    if (lanes?.size) this.sinkLanes.set(sink, lanes);
     sink.begin(cursor);
     for (;;) {
       if (!sink.isOpen || this.state === 'stopped') return;
@@ -184,11 +189,27 @@ export class EventFanout {
     }
   }
 
-  /** Each live sink whose point in the stream the trim passed is told before the next batch. */
+  /**
+   * Each live sink whose point in the stream the trim passed: one scoped to some lanes leaves the
+   * live feed and replays from there (attach: from its lanes' own streams where they vouch for it,
+   * so a burst of other lanes costs it nothing), then rejoins; any other is told of the gap before
+   * the next batch.
+   */
   private tellGaps(window: ReplayWindow): void {
     for (const [sink, seenUpTo] of this.sinks) {
-      const gap = resumeGap(seenUpTo ?? this.lastId, window, this.toldBefore.get(sink));
-      if (gap) this.tellGap(sink, gap);
+      const from = seenUpTo ?? this.lastId;
+      const gap = resumeGap(from, window, this.toldBefore.get(sink));
+      if (!gap) continue;
+      const lanes = this.sinkLanes.get(sink);
+      if (!lanes) {
+        this.tellGap(sink, gap);
+        continue;
+      }
+      this.sinks.delete(sink);
+      this.attach(sink, from, lanes).catch((err: unknown) => {
+        this.options.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sse.replay_failed');
+        sink.end?.('redis-unavailable');
+      });
     }
   }
 
