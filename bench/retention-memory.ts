@@ -18,7 +18,7 @@
  *     nothing keeps that stream only for CARD_OUTPUT_END_GRACE_MS, so "done, retained" is read
  *     once those streams have expired, and "done, just ended" before;
  *   - used_memory: INFO's used_memory delta over the N cards, divided by N, less the growth of the
- *     bounded streams (lanes' events and callbacks, BullMQ's per-lane events: capped at about 10,000
+ *     bounded streams (lanes' events, the lane's own events and callbacks, BullMQ's per-lane events: capped at about 10,000
  *     entries whatever the number of cards). This includes the BullMQ list/set entries that hold the id.
  *
  * Target (issue 24's sizing): a done, retained card without a result costs at most 4 KiB; both
@@ -67,7 +67,7 @@ const lane = LaneConfigSchema.parse({ name: LANE, agent: ['true'], maxOpenCards:
 const store = new CardStore({ redis, now: Date.now, lanes: [lane] });
 const queues = new LaneQueues({ redis, store, lanes: [lane] });
 const jq = `${QUEUE_PREFIX}:${queueName(LANE)}`;
-const boundedStreams = [keys.events(), keys.callbacks(), `${jq}:events`];
+const boundedStreams = [keys.events(), keys.laneEvents(LANE), keys.callbacks(), `${jq}:events`];
 
 const usedMemory = async () => Number((await redis.info('memory')).match(/^used_memory:(\d+)/m)![1]);
 const memoryUsage = async (key: string) => Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
