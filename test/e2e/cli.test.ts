@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, PROJECT_DIR, main, startStack, type Stack } from '@lanes/cli';
-import { freePort, startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
+import { DEMO_AGENT, PROJECT_DIR, main, type Stack } from '@lanes/cli';
+import { freePort, startApiOnly, startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../harness/index.js';
 
 const BIN = join(PROJECT_DIR, 'apps/cli/bin/lanes.js');
 
@@ -127,18 +127,7 @@ describe('the lanes command', () => {
   it("tail --lane prints a card's lifecycle down to done, and resumes after the API restarts under it", async () => {
     // An API of its own on the stack's Redis, which the test stops and starts again on the same port.
     const port = await freePort();
-    const startApi = () =>
-      startStack({
-        redisUrl: redis.url,
-        lanes: t.lanes,
-        log: testLog(),
-        providerFor: () => {
-          throw new Error('api only');
-        },
-        providers: [],
-        port,
-        parts: { api: true, worker: false, supervisor: false },
-      });
+    const startApi = () => startApiOnly(redis.url, t.lanes, port);
     let api: Stack = await startApi();
     const lines: string[] = [];
     const notes: string[] = [];

@@ -70,3 +70,22 @@ export async function startTestStack(
     },
   };
 }
+
+/**
+ * An API alone (no worker, no supervisor, no provider) on `redisUrl`, as `lanes api` runs it, on a
+ * port the caller chose so it can stop it and start it again there.
+ */
+export function startApiOnly(redisUrl: string, lanes: readonly LaneConfig[], port: number, options: Partial<StackOptions> = {}): Promise<Stack> {
+  return startStack({
+    redisUrl,
+    lanes,
+    log: testLog(),
+    providerFor: () => {
+      throw new Error('an API-only stack makes no sandbox');
+    },
+    providers: [],
+    port,
+    parts: { api: true, worker: false, supervisor: false },
+    ...options,
+  });
+}

@@ -16,6 +16,16 @@ export class ApiError extends Error {
 
 export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
 
+/**
+ * 429 RATE_LIMITED for a token past one of its rates, with `Retry-After` set on the reply in whole
+ * seconds (at least one): `${token} may ${allowance}; ${again} in N s`.
+ */
+export function rateLimited(reply: FastifyReply, token: string, allowance: string, again: string, retryAfterMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
+  reply.header('retry-after', String(seconds));
+  return new ApiError(429, 'RATE_LIMITED', `token "${token}" may ${allowance}; ${again} in ${seconds} s`);
+}
+
 export function errorBody(code: string, message: string, issues?: ErrorBody['error']['issues']): ErrorBody {
   return { error: { code, message, ...(issues?.length ? { issues } : {}) } };
 }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, refuse } from './api-error.js';
+import { ApiError, rateLimited, refuse } from './api-error.js';
 import { evaluateAccess } from './edge/access.js';
 import { identify, type ApiToken } from './edge/api-tokens.js';
 import { evaluateEdge } from './edge/browser-edge.js';
@@ -81,10 +81,8 @@ export function createRequestRateHook(limiter: RequestRateLimiter) {
   return async function requestRateHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const taken = limiter.take(request.principal);
     if (taken.ok) return undefined;
-    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1_000));
-    reply.header('retry-after', String(seconds));
-    request.log.warn({ event: 'request.rate_limited', retryAfterS: seconds }, 'token past its requestsPerSecond');
-    return refuse(reply, new ApiError(429, 'RATE_LIMITED', `token "${request.principal.name}" may make ${taken.perSecond} requests per second; ask again in ${seconds} s`));
+    request.log.warn({ event: 'request.rate_limited', retryAfterMs: taken.retryAfterMs }, 'token past its requestsPerSecond');
+    return refuse(reply, rateLimited(reply, request.principal.name, `make ${taken.perSecond} requests per second`, 'ask again', taken.retryAfterMs));
   };
 }
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AGENT, freePort, startStack, type Stack } from '@lanes/cli';
+import { DEMO_AGENT, freePort, type Stack } from '@lanes/cli';
 import { LanesApiError, LanesClient, LanesUnreachableError, type EventGap, type StreamedEvent } from '@lanes/client';
 import { keys } from '@lanes/queue';
 import { Redis } from 'ioredis';
-import { startRedis, startTestStack, testLog, waitFor, type TestRedis, type TestStack } from '../../../test/harness/index.js';
+import { startApiOnly, startRedis, startTestStack, waitFor, type TestRedis, type TestStack } from '../../../test/harness/index.js';
 
 const TOKEN = 'client-test-token';
 
@@ -139,19 +139,7 @@ describe('@lanes/client against a real stack', () => {
   it('resumes after the API restarts under it, losing and repeating nothing', async () => {
     // A second API on the same Redis, which the test stops and starts again on the same port.
     const port = await freePort();
-    const startApi = () =>
-      startStack({
-        redisUrl: redis.url,
-        lanes: t.lanes,
-        log: testLog(),
-        providerFor: () => {
-          throw new Error('api only');
-        },
-        providers: [],
-        port,
-        tokens: [TOKEN],
-        parts: { api: true, worker: false, supervisor: false },
-      });
+    const startApi = () => startApiOnly(redis.url, t.lanes, port, { tokens: [TOKEN] });
     let api: Stack = await startApi();
     const flaky = new LanesClient({ url: `http://127.0.0.1:${port}`, token: TOKEN });
     const seen: StreamedEvent[] = [];
@@ -214,19 +202,10 @@ describe('@lanes/client against a real stack', () => {
 
   it('a stream refused for its token’s request rate asks again no sooner than Retry-After says', async () => {
     const SLOW = 'client-test-slow-poller';
-    const api = await startStack({
-      redisUrl: redis.url,
-      lanes: t.lanes,
-      log: testLog(),
-      providerFor: () => {
-        throw new Error('api only');
-      },
-      providers: [],
-      port: await freePort(),
+    const api = await startApiOnly(redis.url, t.lanes, await freePort(), {
       tokens: [TOKEN],
       scopedTokens: [{ name: 'slow-poller', fromEnv: 'SLOW_POLLER', lanes: ['sdk'], role: 'read', requestsPerSecond: 0.5 }],
       tokenEnv: { SLOW_POLLER: SLOW },
-      parts: { api: true, worker: false, supervisor: false },
     });
     const controller = new AbortController();
     try {

@@ -15,7 +15,7 @@ import {
   type ValidationIssue,
 } from '@lanes/contracts';
 import { describeLaneFull, type CardOutput, type CardStore, type LaneQueues } from '@lanes/queue';
-import { ApiError, notFound } from '../api-error.js';
+import { ApiError, notFound, rateLimited } from '../api-error.js';
 import type { CardRateLimiter } from '../edge/card-rate.js';
 import { inScope, type Principal } from '../edge/principal.js';
 import { inEnqueueSpan } from '../request-trace.js';
@@ -124,9 +124,7 @@ export function cardRoutes(app: FastifyInstance, deps: CardRoutesDeps): void {
     if (want === 0) return;
     const taken = (await deps.cardRate?.take(request.principal, want)) ?? { ok: true };
     if (taken.ok) return;
-    const seconds = Math.ceil(taken.retryAfterMs / 1_000);
-    reply.header('retry-after', String(seconds));
-    throw new ApiError(429, 'RATE_LIMITED', `token "${request.principal.name}" may post ${taken.perSecond} cards per second; post again in ${seconds} s`);
+    throw rateLimited(reply, request.principal.name, `post ${taken.perSecond} cards per second`, 'post again', taken.retryAfterMs);
   };
 
   /**
