@@ -164,6 +164,8 @@ try {
   console.log(`\ntarget: a done, retained card ≤ ${TARGET_DONE_BYTES} B; keys ${verdict(finished.keys)}, used_memory ${verdict(perCard(finished))}`);
   console.log(`one done card's keys (MEMORY USAGE, B): ${JSON.stringify(breakdown)}`);
   console.log(`bounded streams now (MEMORY USAGE, B, whatever the number of cards past ~3,300): ${finished.streams}`);
+  const laneEvents = await redis.xlen(keys.laneEvents(LANE));
+  console.log(`of which the lane's own event stream (the README's bytes a lane): ${await memoryUsage(keys.laneEvents(LANE))} B for ${laneEvents} events`);
   console.log(
     `BENCH_JSON ${JSON.stringify({ bench: 'retention-memory', cards: CARDS, logLines: LOG_LINES, listpackValue, streamNodeBytes, cardJsonBytes, queuedKeyBytes: Math.round(queued.keys), queuedUsedBytes: Math.round(perCard(queued)), doneKeyBytes: Math.round(finished.keys), doneUsedBytes: Math.round(perCard(finished)) })}`,
   );
