@@ -197,7 +197,7 @@ export const CARD_LIST_CURSOR_MAX_LENGTH = 1_024;
 
 /**
  * Events the Redis event stream keeps (XADD's `MAXLEN ~`, every lane's together), and each lane's own
- * stream of its events (about 1.8 MiB at this length): how far back a `/v1/events` stream can
+ * stream of its events (about 1.9 MiB at this length, README "Sizing"): how far back a `/v1/events` stream can
  * resume, the shared one for a stream over every lane, a lane's own for one scoped to it; an older
  * resume point is told as `event: gap`.
  */
