@@ -1,7 +1,11 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENT } from '@lanes/cli';
 import { keys } from '@lanes/queue';
+import { detectIsolation, type SandboxHandle, type SandboxProvider } from '@lanes/sandbox';
 import { useRedis, waitFor } from '../harness/index.js';
 
 describe('a burst on a lane below its maximum (issue 29)', () => {
@@ -65,5 +69,63 @@ describe('a new sandbox’s first card', () => {
     const move = log.indexOf('move to running sent');
     expect(move).toBeGreaterThan(live);
     expect(log.slice(reset, move)).not.toContain('breaker read answered');
+  });
+});
+
+/** Every exec's argv, by sandbox, of the sandboxes a provider makes. */
+function recordingExecs(provider: SandboxProvider, execs: Map<string, string[][]>): SandboxProvider {
+  const recorded = (handle: SandboxHandle): SandboxHandle =>
+    new Proxy(handle, {
+      get(target, prop) {
+        if (prop === 'exec')
+          return (argv: string[], options?: Parameters<SandboxHandle['exec']>[1]) => {
+            execs.set(target.id, [...(execs.get(target.id) ?? []), argv]);
+            return target.exec(argv, options);
+          };
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  return new Proxy(provider, {
+    get(target, prop) {
+      if (prop === 'create') return async (...args: Parameters<SandboxProvider['create']>) => recorded(await target.create(...args));
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe.runIf(detectIsolation() === 'pid-namespace')('a new local sandbox’s canary (issue 29)', () => {
+  const f = useRedis();
+  /** An `echo` first on the PATH that fails the start canary's line alone, and is /bin/echo for anything else. */
+  const bin = mkdtempSync(join(tmpdir(), 'lanes-start-canary-'));
+  mkdirSync(join(bin, 'echo-dir'), { mode: 0o755 });
+  writeFileSync(join(bin, 'echo-dir', 'echo'), `#!/bin/sh\ncase "$1" in *'"t":"canary"'*) exit 1 ;; esac\nexec /bin/echo "$@"\n`, { mode: 0o755 });
+  afterAll(() => rmSync(bin, { recursive: true, force: true }));
+
+  it('passed while the sandbox started: its first card’s first command is the agent; where it failed, the slot’s own canary runs first', async () => {
+    const execs = new Map<string, string[][]>();
+    const agent = [process.execPath, DEMO_AGENT];
+    const shape = { slots: 1, minSlots: 0, maxSlots: 1, agent, isolation: 'pid-namespace' as const };
+    const t = await f.stack(
+      [
+        { name: 'started', ...shape },
+        { name: 'shadowed', ...shape, env: { PATH: `${join(bin, 'echo-dir')}:${process.env.PATH ?? '/usr/bin:/bin'}` } },
+      ],
+      { heartbeatIntervalMs: 120_000, wrap: (p) => recordingExecs(p, execs) },
+    );
+    await t.api.request('POST', '/v1/cards', {
+      cards: [
+        { id: 'sc-1', lane: 'started', title: 'first' },
+        { id: 'sc-2', lane: 'shadowed', title: 'first' },
+      ],
+    });
+    const started = await t.api.waitCard('sc-1', 'done', (c) => c.state === 'done');
+    const shadowed = await t.api.waitCard('sc-2', 'done', (c) => c.state === 'done');
+    expect(execs.get(started.sandboxId!)?.[0]).toEqual(agent);
+    const [canary, first] = execs.get(shadowed.sandboxId!) ?? [];
+    expect(canary?.[0]).toBe('echo');
+    expect(canary?.[1]).toMatch(/^lanes-canary-/);
+    expect(first).toEqual(agent);
   });
 });

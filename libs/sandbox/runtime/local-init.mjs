@@ -3,6 +3,8 @@
 //   host → init  {op:'ping',id} | {op:'exec',id,argv,cwd?,env?,timeoutMs?,graceMs?,endLeftovers?} | {op:'cancel',id}
 //   init → host  {t:'pong',id} | {t:'started',id,pid} | {t:'out',id,s:1|2,d} | {t:'exit',id,code,timedOut,cancelled,alone}
 //                | {t:'ending',code} (the init is ending the sandbox and will exit with code)
+// The namespace's shell writes one more line on the same channel while this init starts, the start
+// canary's ({t:'canary',nonce} or {t:'canary-failed'}; src/local/start-canary.ts).
 // Each command runs in its own session/process group so a cancel can kill exactly that command.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -47,6 +49,8 @@ delete process.env[LIFELINE_FD_ENV];
 /** Set by the host for a sandbox in a PID namespace of its own: every process this init can see is the sandbox's. */
 const OWN_PIDS = process.env.LANES_SANDBOX_OWN_PIDS === '1';
 delete process.env.LANES_SANDBOX_OWN_PIDS;
+// The shell unset it before starting this init; never a command's, whatever started the init.
+delete process.env.LANES_SANDBOX_CANARY;
 
 // Once the host is gone (worker SIGKILLed) writes fail with EPIPE. The sandbox must survive that so
 // the supervisor can reap it by id, so channel errors are swallowed, never fatal.

@@ -57,8 +57,9 @@ export interface SandboxHandle {
   readonly workdir: string;
   /**
    * Set when create() itself ran a nonce canary in this sandbox and the nonce came back (the Modal
-   * provider's connect canary). A new sandbox passes a canary before it is live; this one already
-   * has, so a slot runs a second only when something changed the sandbox since (a file sync).
+   * provider's connect canary; a local sandbox's start canary, local/start-canary.ts). A new sandbox
+   * passes a canary before it is live; this one already has, so a slot runs a second only when
+   * something changed the sandbox since (a file sync).
    */
   readonly passedCanaryAtCreate?: boolean;
   /**

@@ -10,7 +10,11 @@ export type InitEvent =
   /** alone: the init saw no other process in the sandbox once the command ended (PID namespace only). */
   | { t: 'exit'; id: number; code: number; timedOut: boolean; cancelled: boolean; alone?: boolean }
   /** The init is ending the sandbox (its lifetime ran out) and will exit with `code`: for no request. */
-  | { t: 'ending'; code: number };
+  | { t: 'ending'; code: number }
+  | StartCanaryEvent;
+
+/** Written by the sandbox's shell, not the init, while the init starts (start-canary.ts). */
+export type StartCanaryEvent = { t: 'canary'; nonce: string } | { t: 'canary-failed' };
 
 export type InitRequest =
   | { op: 'ping' }
@@ -36,6 +40,7 @@ export class InitChannel {
   private pendingOutput = '';
   private open = true;
   private endingListener: ((code: number) => void) | undefined;
+  private startCanaryListener: ((event: StartCanaryEvent) => void) | undefined;
   private readWindow: ReadWindow | undefined;
   private resumeTimer: NodeJS.Timeout | undefined;
 
@@ -80,6 +85,14 @@ export class InitChannel {
   /** `listener` hears the init announce that it is ending the sandbox, with the code it will exit with. */
   onEnding(listener: (code: number) => void): void {
     this.endingListener = listener;
+  }
+
+  /**
+   * `listener` hears the first start canary line (start-canary.ts), once; any later one is
+   * ignored, so nothing a command writes on the channel afterwards can pass for it.
+   */
+  onStartCanary(listener: (event: StartCanaryEvent) => void): void {
+    this.startCanaryListener = listener;
   }
 
   /** Stops talking to the init without killing it (the sandbox survives for reaping by id). */
@@ -127,6 +140,12 @@ export class InitChannel {
     }
     if (event.t === 'ending') {
       this.endingListener?.(event.code);
+      return;
+    }
+    if (event.t === 'canary' || event.t === 'canary-failed') {
+      const listener = this.startCanaryListener;
+      this.startCanaryListener = undefined;
+      listener?.(event);
       return;
     }
     this.listeners.get(event.id)?.(event);

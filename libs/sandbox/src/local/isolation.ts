@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { agentLimits } from '@lanes/contracts';
 import { nprocArgs, setprivArgs } from './separate-uid.js';
+import { START_CANARY_ENV, START_CANARY_FAILED_LINE } from './start-canary.js';
 
 /**
  * How a local sandbox is fenced:
@@ -62,7 +63,9 @@ export function rootCommand(mode: IsolationMode, init: readonly string[], agentU
   }
   // A background job's stdin is /dev/null in a non-interactive sh, so the control channel (stdin)
   // is handed over through fd 9 explicitly (fd 3 is the lifeline, passed through untouched).
-  const script = 'exec 9<&0; "$@" <&9 9<&- & exec 9<&-; wait $!';
+  // While the init starts, this shell runs the start canary (start-canary.ts): it execs `echo` with
+  // the host's line, whose output shares the init's channel, or says on it that it could not.
+  const script = `c=$${START_CANARY_ENV}; unset ${START_CANARY_ENV}; exec 9<&0; "$@" <&9 9<&- & exec 9<&-; [ -z "$c" ] || (exec echo "$c" </dev/null) || echo '${START_CANARY_FAILED_LINE}'; wait $!`;
   const shell = ['/bin/sh', '-c', script, 'lanes-sandbox', ...init];
   if (mode === 'pid-namespace') return { command: 'unshare', args: [...UNSHARE_ARGS, '--', ...shell] };
   // unshare mounts the namespace's /proc as root, prlimit caps the processes of the uid to come (a

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import { SANDBOX_ID_ENV, reapSandbox } from '../sandbox-reaper.js';
 import { endedWithOwner, ownerAlive, ownerOf } from './sandbox-owner.js';
 import { isValidSandboxId, listRecords, readRecord, readRecordSync, sandboxDir, writeRecord, type SandboxRecord } from './sandbox-registry.js';
 import { leaseUid, prepareBaseDir, prepareSandboxDirs, probeSeparateUid, releaseUid } from './separate-uid.js';
+import { START_CANARY_ENV, awaitStartCanary, startCanary } from './start-canary.js';
 
 /** Resolved from this module so it works from src/ (tsx, vitest) and dist/ alike. */
 export const LOCAL_INIT_PATH = fileURLToPath(new URL('../../runtime/local-init.mjs', import.meta.url));
@@ -37,6 +38,8 @@ export interface LocalProviderDeps {
   now: () => number;
   /** Sandbox ids; must match [A-Za-z0-9][A-Za-z0-9._-]* (they become directory names). */
   newId: () => string;
+  /** Nonces of the start canary (start-canary.ts). */
+  newNonce: () => string;
   /** Where failures of best-effort cleanup go (e.g. a logger); default: dropped. */
   onCleanupError?: CleanupErrorSink;
 }
@@ -112,6 +115,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.deps = {
       now: options.deps?.now ?? Date.now,
       newId: options.deps?.newId ?? newLocalSandboxId,
+      newNonce: options.deps?.newNonce ?? (() => `lanes-canary-${randomUUID()}`),
       onCleanupError: options.deps?.onCleanupError,
     };
   }
@@ -156,7 +160,9 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     const connectBy = performance.now() + connectTimeoutMs;
     const connectTimeout = (error: unknown): unknown => (error instanceof DeadlineExceeded ? new ConnectTimeoutError(this.name, connectTimeoutMs, id) : error);
-    const started = this.spawner.start({ command, args, cwd: workdir, env: { ...env, ...agent?.env } });
+    // Only a namespace's shell runs it; in a process group the variable would reach commands.
+    const canary = isolation === 'process-group' ? undefined : startCanary(this.deps.newNonce());
+    const started = this.spawner.start({ command, args, cwd: workdir, env: { ...env, ...agent?.env, ...(canary ? { [START_CANARY_ENV]: canary.line } : {}) } });
     let root: SandboxRoot;
     try {
       root = await withDeadline(started, connectTimeoutMs, options.signal);
@@ -184,6 +190,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       createdAt: new Date(this.deps.now()).toISOString(),
     };
     const channel = new InitChannel(root.stdin, root.stdout);
+    const canaryAnswered = canary ? awaitStartCanary(channel, canary, root.exited) : Promise.resolve(false);
     try {
       // Written before the first ping: a worker killed while connecting still leaves a reapable record.
       await writeRecord(this.baseDir, record);
@@ -195,6 +202,9 @@ export class LocalSandboxProvider implements SandboxProvider {
       await discard();
       throw connectTimeout(error);
     }
+    // Its line comes long before the init's pong (a fork against a Node start); one that did not
+    // come within the connect deadline only means the slot runs the canary itself.
+    const passedCanaryAtCreate = await withDeadline(canaryAnswered, Math.max(0, connectBy - performance.now())).catch(() => false);
 
     const handle = new LocalSandbox({
       record,
@@ -204,6 +214,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       detachRoot: () => root.detach(),
       stderrTail,
       killGraceMs: this.killGraceMs,
+      passedCanaryAtCreate,
       ...(agent ? { agentUid: agent.uid } : {}),
       maxOutputChars: this.maxOutputChars,
       now: this.deps.now,

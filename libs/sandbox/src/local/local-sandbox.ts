@@ -50,6 +50,8 @@ export interface LocalSandboxParams {
   /** Recent init stderr, for the error that reports a dead sandbox. */
   stderrTail: () => string;
   killGraceMs: number;
+  /** The shell's start canary came back (start-canary.ts). */
+  passedCanaryAtCreate: boolean;
   /** `separate-uid`: the uid the agent runs as; each card directory made is given to it (separate-uid.ts). */
   agentUid?: number;
   /** Per stream, the tail of the output kept in ExecResult; `onOutput` still sees everything. */
@@ -66,6 +68,7 @@ export class LocalSandbox implements SandboxHandle {
   readonly id: string;
   readonly pid: number;
   readonly workdir: string;
+  readonly passedCanaryAtCreate: boolean;
   private stateValue: LocalSandboxState = 'live';
   private rootExitCode: number | undefined;
   /** The init announced it is ending the sandbox, with the code it will exit with (see poll). */
@@ -89,6 +92,7 @@ export class LocalSandbox implements SandboxHandle {
     this.id = params.record.id;
     this.pid = params.record.rootPid;
     this.workdir = params.record.workdir;
+    this.passedCanaryAtCreate = params.passedCanaryAtCreate;
     this.queue = new ExecQueue((argv, options) => this.execNow(argv, options), { now: params.now });
     params.channel.onEnding((code) => {
       this.endingCode = code;
