@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { warmCardValidation } from './validation-warmup.js';
 import { CardValidationError, ConfigError, defaults, type ApiTokenConfig, type CallbackAllowRule, type LaneConfig } from '@lanes/contracts';
 import { CardOutput, CardStore, FleetStore, LaneQueues } from '@lanes/queue';
 import { ApiError, errorBody } from './api-error.js';
@@ -84,6 +85,7 @@ export interface ApiServer {
 export async function createApiServer(options: ApiOptions): Promise<ApiServer> {
   const now = options.now ?? Date.now;
   const { redis, lanes } = options;
+  warmCardValidation(lanes);
   const store = new CardStore({ redis, now, log: options.log, lanes });
   const fleet = new FleetStore(redis);
   const queues = new LaneQueues({
