@@ -3,9 +3,8 @@ import { parseCard, type LaneConfig } from '@lanes/contracts';
 /**
  * How many synthetic cards an API validates as it starts. V8 compiles a function when it first
  * runs and optimizes it once it is hot, so without this the first burst after a deploy pays for
- * both inside its POST: a fresh Node 26 stack's 2-slot burst (bench/burst.ts) had its agents
- * running at 1.30× the provider alone without it, against 1.10–1.18× with it (`bench/README.md`,
- * "burst"). The cards are validated and dropped: nothing reaches Redis.
+ * both inside its POST (bench/burst.ts's fresh stack; `bench/README.md`, "burst"). The cards are
+ * validated and dropped: nothing reaches Redis.
  */
 export const BOOT_VALIDATION_WARMUP_CARDS = 2_000;
 
